@@ -1,0 +1,330 @@
+//! Glue between the html5gum tokenizer and the tree builder: an `Emitter` that turns tokenizer
+//! callbacks into tree-construction tokens, without allocating per token.
+//!
+//! Attributes are ignored except the three that change tree construction (`input type`,
+//! `font color/face/size`, `annotation-xml encoding`). The doctype is reduced to the quirks
+//! flag, which only decides whether `<table>` closes an open `<p>`.
+
+use std::convert::Infallible;
+
+use html5gum::{Emitter, Error, Reader, State, Tokenizer};
+
+use super::quirks::doctype_is_quirks;
+use super::tags::{name_hash, Ns, Tag};
+use super::tree::{AttrHint, TagTok, Tok, Tree};
+
+/// Parses `html` and appends its body text to `out`: each text node preceded by one space,
+/// `script`/`style`/`template` content left out.
+pub(super) fn body_text(html: &[u8], out: &mut Vec<u8>) {
+    let mut tree = Tree::new();
+    let glue = Glue {
+        tree: Some(&mut tree),
+        ..Glue::default()
+    };
+    let tokenizer = Tokenizer::new_with_emitter(FastReader { input: html }, glue);
+    match tokenizer.finish() {
+        Ok(()) => {}
+        Err(never) => match never {},
+    }
+    tree.body_text(out);
+}
+
+/// html5gum's in-memory reader, with a cheaper `read_until`: the tokenizer asks for the next of
+/// a few ASCII bytes (`<`, `&`, `\r`, ...) and the runs between them are short in HTML, so two
+/// 64-bit masks beat the setup cost of the SIMD search html5gum uses.
+struct FastReader<'a> {
+    input: &'a [u8],
+}
+
+impl<'a> Reader for FastReader<'a> {
+    type Error = Infallible;
+
+    #[inline(always)]
+    fn read_byte(&mut self) -> Result<Option<u8>, Infallible> {
+        match self.input.split_first() {
+            Some((&b, rest)) => {
+                self.input = rest;
+                Ok(Some(b))
+            }
+            None => Ok(None),
+        }
+    }
+
+    #[inline(always)]
+    fn read_until<'b>(
+        &'b mut self,
+        needle: &[u8],
+        _: &'b mut [u8; 4],
+    ) -> Result<Option<&'b [u8]>, Infallible> {
+        if self.input.is_empty() {
+            return Ok(None);
+        }
+        let (mut lo, mut hi) = (0u64, 0u64);
+        for &n in needle {
+            if n < 64 {
+                lo |= 1 << n;
+            } else if n < 128 {
+                hi |= 1 << (n - 64);
+            }
+        }
+        let hit = |b: u8| {
+            if b < 64 {
+                lo >> b & 1 != 0
+            } else {
+                b < 128 && hi >> (b - 64) & 1 != 0
+            }
+        };
+        let len = match self.input.iter().position(|&b| hit(b)) {
+            Some(0) => 1,
+            Some(i) => i,
+            None => self.input.len(),
+        };
+        let (chunk, rest) = self.input.split_at(len);
+        self.input = rest;
+        Ok(Some(chunk))
+    }
+
+    #[inline(always)]
+    fn try_read_string(&mut self, s: &[u8], case_sensitive: bool) -> Result<bool, Infallible> {
+        match self.input.get(..s.len()) {
+            Some(head) if head == s || (!case_sensitive && head.eq_ignore_ascii_case(s)) => {
+                self.input = &self.input[s.len()..];
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum AttrKind {
+    #[default]
+    Unchecked,
+    Ignored,
+    Input,
+    Font,
+    AnnotationXml,
+}
+
+#[derive(Default)]
+struct Glue<'t> {
+    tree: Option<&'t mut Tree>,
+    name: Vec<u8>,
+    last_start: Vec<u8>,
+    is_end: bool,
+    self_closing: bool,
+    attr: AttrHint,
+    attr_kind: AttrKind,
+    attr_name: Vec<u8>,
+    attr_value: Vec<u8>,
+    doctype_name: Vec<u8>,
+    public_id: Option<Vec<u8>>,
+    system_id: Option<Vec<u8>>,
+    force_quirks: bool,
+}
+
+impl<'t> Glue<'t> {
+    fn process(&mut self, tok: Tok<'_>) {
+        if let Some(tree) = self.tree.as_deref_mut() {
+            tree.process(tok);
+        }
+    }
+
+    /// Applies the attribute just completed, if it is one of the three that matter.
+    fn finish_attribute(&mut self) {
+        let (n, v) = (&self.attr_name, &self.attr_value);
+        match self.attr_kind {
+            AttrKind::Input if n.eq_ignore_ascii_case(b"type") => {
+                self.attr.input_hidden = v.eq_ignore_ascii_case(b"hidden");
+            }
+            AttrKind::Font
+                if [&b"color"[..], b"face", b"size"]
+                    .iter()
+                    .any(|a| n.eq_ignore_ascii_case(a)) =>
+            {
+                self.attr.font_breakout = true;
+            }
+            AttrKind::AnnotationXml if n.eq_ignore_ascii_case(b"encoding") => {
+                self.attr.html_annotation = v.eq_ignore_ascii_case(b"text/html")
+                    || v.eq_ignore_ascii_case(b"application/xhtml+xml");
+            }
+            _ => {}
+        }
+        self.attr_name.clear();
+        self.attr_value.clear();
+    }
+
+    fn init_tag(&mut self, is_end: bool) {
+        self.name.clear();
+        self.is_end = is_end;
+        self.self_closing = false;
+        self.attr = AttrHint::default();
+        self.attr_kind = AttrKind::Unchecked;
+        self.attr_name.clear();
+        self.attr_value.clear();
+    }
+}
+
+impl<'t> Emitter for Glue<'t> {
+    type Token = Infallible;
+
+    fn set_last_start_tag(&mut self, last_start_tag: Option<&[u8]>) {
+        self.last_start.clear();
+        self.last_start
+            .extend_from_slice(last_start_tag.unwrap_or_default());
+    }
+
+    fn emit_eof(&mut self) {
+        self.process(Tok::Eof);
+    }
+
+    fn emit_error(&mut self, _error: Error) {}
+
+    fn should_emit_errors(&mut self) -> bool {
+        false
+    }
+
+    fn pop_token(&mut self) -> Option<Self::Token> {
+        None
+    }
+
+    fn emit_string(&mut self, c: &[u8]) {
+        if !c.is_empty() {
+            self.process(Tok::Chars(c));
+        }
+    }
+
+    fn init_start_tag(&mut self) {
+        self.init_tag(false);
+    }
+
+    fn init_end_tag(&mut self) {
+        self.init_tag(true);
+    }
+
+    fn init_comment(&mut self) {}
+
+    fn emit_current_tag(&mut self) -> Option<State> {
+        if self.attr_kind != AttrKind::Unchecked && self.attr_kind != AttrKind::Ignored {
+            self.finish_attribute();
+        }
+        let tag = Tag::from_name(&self.name);
+        let hash = if tag == Tag::Other {
+            name_hash(&self.name)
+        } else {
+            0
+        };
+        let t = TagTok {
+            tag,
+            hash,
+            self_closing: self.self_closing,
+            attr: self.attr,
+        };
+        if self.is_end {
+            self.process(Tok::End(t));
+            None
+        } else {
+            self.process(Tok::Start(t));
+            std::mem::swap(&mut self.last_start, &mut self.name);
+            self.tree
+                .as_deref_mut()
+                .and_then(|tree| tree.next_state.take())
+        }
+    }
+
+    fn emit_current_comment(&mut self) {
+        self.process(Tok::Comment);
+    }
+
+    fn emit_current_doctype(&mut self) {
+        let quirks = doctype_is_quirks(
+            &self.doctype_name,
+            self.public_id.as_deref(),
+            self.system_id.as_deref(),
+            self.force_quirks,
+        );
+        self.process(Tok::Doctype { quirks });
+    }
+
+    fn set_self_closing(&mut self) {
+        self.self_closing = true;
+    }
+
+    fn set_force_quirks(&mut self) {
+        self.force_quirks = true;
+    }
+
+    fn push_tag_name(&mut self, s: &[u8]) {
+        self.name.extend_from_slice(s);
+    }
+
+    fn push_comment(&mut self, _s: &[u8]) {}
+
+    fn push_doctype_name(&mut self, s: &[u8]) {
+        self.doctype_name.extend_from_slice(s);
+    }
+
+    fn init_doctype(&mut self) {
+        self.doctype_name.clear();
+        self.public_id = None;
+        self.system_id = None;
+        self.force_quirks = false;
+    }
+
+    fn init_attribute(&mut self) {
+        match self.attr_kind {
+            AttrKind::Unchecked => {
+                // The tag name is complete once the first attribute starts.
+                self.attr_kind = match self.name.as_slice() {
+                    _ if self.is_end => AttrKind::Ignored,
+                    b"input" => AttrKind::Input,
+                    b"font" => AttrKind::Font,
+                    b"annotation-xml" => AttrKind::AnnotationXml,
+                    _ => AttrKind::Ignored,
+                };
+            }
+            AttrKind::Ignored => {}
+            _ => self.finish_attribute(),
+        }
+    }
+
+    fn push_attribute_name(&mut self, s: &[u8]) {
+        if !matches!(self.attr_kind, AttrKind::Ignored | AttrKind::Unchecked) {
+            self.attr_name.extend_from_slice(s);
+        }
+    }
+
+    fn push_attribute_value(&mut self, s: &[u8]) {
+        if !matches!(self.attr_kind, AttrKind::Ignored | AttrKind::Unchecked) {
+            self.attr_value.extend_from_slice(s);
+        }
+    }
+
+    fn set_doctype_public_identifier(&mut self, value: &[u8]) {
+        self.public_id = Some(value.to_vec());
+    }
+
+    fn set_doctype_system_identifier(&mut self, value: &[u8]) {
+        self.system_id = Some(value.to_vec());
+    }
+
+    fn push_doctype_public_identifier(&mut self, s: &[u8]) {
+        self.public_id
+            .get_or_insert_with(Vec::new)
+            .extend_from_slice(s);
+    }
+
+    fn push_doctype_system_identifier(&mut self, s: &[u8]) {
+        self.system_id
+            .get_or_insert_with(Vec::new)
+            .extend_from_slice(s);
+    }
+
+    fn current_is_appropriate_end_tag_token(&mut self) -> bool {
+        self.is_end && !self.last_start.is_empty() && self.name == self.last_start
+    }
+
+    fn adjusted_current_node_present_but_not_in_html_namespace(&mut self) -> bool {
+        self.tree.as_deref().is_some_and(|t| t.cur().ns != Ns::Html)
+    }
+}

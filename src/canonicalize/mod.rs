@@ -1,0 +1,160 @@
+//! Canonical text: the one definition of "the words of a document" that every fingerprint is
+//! computed from (format-spec/canonical-text.md).
+//!
+//! HTML goes through a conforming HTML5 tokenizer (html5gum) and a tree-construction simulation
+//! (`tree.rs`) so that the body text, its order and its word boundaries are those of an HTML5
+//! parser (the reference is lexbor via Python's selectolax); plain text skips that stage. Both
+//! then get Python's `str.lower()` and `\w+` word rule (`words.rs`).
+
+mod charset;
+mod dom;
+mod foreign;
+mod formatting;
+mod html;
+mod modes_body;
+mod modes_head;
+mod modes_table;
+mod quirks;
+mod stack;
+mod tables;
+mod tags;
+mod tree;
+mod words;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+/// How a document's bytes are to be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DocFormat {
+    Html,
+    Text,
+}
+
+/// Canonical text: lowercase words joined by single ASCII spaces, no leading/trailing space.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Canonical {
+    pub text: String,
+}
+
+impl Canonical {
+    /// The words, in order (an empty iterator for empty text).
+    pub fn words(&self) -> impl Iterator<Item = &str> + '_ {
+        self.text.split(' ').filter(|w| !w.is_empty())
+    }
+
+    pub fn word_count(&self) -> usize {
+        if self.text.is_empty() {
+            0
+        } else {
+            self.text.bytes().filter(|&b| b == b' ').count() + 1
+        }
+    }
+}
+
+/// Why a document was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// The decoded text contains NUL characters: not a text document.
+    Binary,
+    /// The document has no words (empty, whitespace, or markup without body text).
+    Empty,
+    /// The document is larger than this implementation accepts.
+    TooLarge { bytes: u64, limit: u64 },
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::Binary => f.write_str("binary data (NUL bytes)"),
+            Rejection::Empty => f.write_str("no words (empty, whitespace or markup only)"),
+            Rejection::TooLarge { bytes, limit } => {
+                write!(f, "too large ({bytes} bytes; the limit is {limit})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Rejection {}
+
+/// The largest document `canonicalize` accepts (the tree arena indexes nodes with u32).
+pub const MAX_CANONICALIZE_BYTES: u64 = 2 << 30;
+
+/// Canonicalizes one document. `charset_hint` is the transport's declared charset (HTTP
+/// `Content-Type`), which wins over an in-document `<meta charset>`.
+pub fn canonicalize(
+    bytes: &[u8],
+    format: DocFormat,
+    charset_hint: Option<&str>,
+) -> Result<Canonical, Rejection> {
+    if bytes.len() as u64 > MAX_CANONICALIZE_BYTES {
+        return Err(Rejection::TooLarge {
+            bytes: bytes.len() as u64,
+            limit: MAX_CANONICALIZE_BYTES,
+        });
+    }
+    let text = charset::decode(bytes, charset_hint, format == DocFormat::Html);
+    if text.contains(&0) {
+        return Err(Rejection::Binary);
+    }
+    let mut out = Vec::with_capacity(text.len() / 2);
+    match format {
+        DocFormat::Html => {
+            let mut raw = Vec::with_capacity(text.len() / 2);
+            html::body_text(&text, &mut raw);
+            words::append_words(&raw, &mut out);
+        }
+        DocFormat::Text => words::append_words(&text, &mut out),
+    }
+    if out.is_empty() {
+        return Err(Rejection::Empty);
+    }
+    // append_words writes ASCII bytes and whole encoded chars only, so this never falls back.
+    let text = String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Ok(Canonical { text })
+}
+
+/// Guesses the format: by the name's extension, else by looking for HTML markup near the start.
+pub fn sniff_format(name_hint: Option<&str>, bytes: &[u8]) -> DocFormat {
+    if let Some(name) = name_hint {
+        let base = name.rsplit(['/', '\\']).next().unwrap_or(name);
+        if let Some((_, ext)) = base.rsplit_once('.') {
+            let ext = ext.to_ascii_lowercase();
+            match ext.as_str() {
+                "html" | "htm" | "xhtml" | "xht" | "shtml" => return DocFormat::Html,
+                "txt" | "text" | "md" | "rst" => return DocFormat::Text,
+                _ => {}
+            }
+        }
+    }
+    let head = &bytes[..bytes.len().min(1024)];
+    let lower: Vec<u8> = head.iter().map(u8::to_ascii_lowercase).collect();
+    const MARKERS: &[&[u8]] = &[
+        b"<!doctype html",
+        b"<html",
+        b"<head",
+        b"<body",
+        b"<title",
+        b"<meta",
+        b"<div",
+        b"<p>",
+        b"<p ",
+        b"<br",
+        b"<table",
+        b"<a href",
+        b"<h1",
+        b"<script",
+        b"<!--",
+    ];
+    let is_html = MARKERS
+        .iter()
+        .any(|m| lower.windows(m.len()).any(|w| w == *m));
+    if is_html {
+        DocFormat::Html
+    } else {
+        DocFormat::Text
+    }
+}

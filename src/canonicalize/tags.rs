@@ -1,0 +1,308 @@
+//! Tag names the HTML5 tree-construction rules single out, and their categories.
+//!
+//! The simulation in `tree.rs` only needs to know a tag by name when a rule of the WHATWG
+//! tree-construction algorithm names it; every other tag is `Tag::Other` plus a hash of its name
+//! (so `</custom-el>` still finds `<custom-el>` on the stack of open elements).
+
+macro_rules! tags {
+    ($($variant:ident = $name:literal,)*) => {
+        /// A tag name known to the tree-construction rules (lowercase, as the tokenizer emits it).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(super) enum Tag { $($variant,)* Other }
+
+        /// Number of `Tag` values (for per-tag tables).
+        pub(super) const TAG_COUNT: usize = Tag::Other as usize + 1;
+
+        impl Tag {
+            /// The tag for a lowercase tag name; `Other` for names no rule mentions.
+            ///
+            /// Names are compared as one packed integer (every known name fits in 16 bytes),
+            /// which is much cheaper than a chain of slice comparisons.
+            #[allow(non_upper_case_globals)]
+            pub(super) fn from_name(name: &[u8]) -> Tag {
+                if name.is_empty() || name.len() > 16 {
+                    return Tag::Other;
+                }
+                $(const $variant: u128 = pack($name);)*
+                match pack(name) { $($variant => Tag::$variant,)* _ => Tag::Other }
+            }
+        }
+    };
+}
+
+tags! {
+    A = b"a", Address = b"address", AnnotationXml = b"annotation-xml", Applet = b"applet",
+    Area = b"area", Article = b"article", Aside = b"aside", B = b"b", Base = b"base",
+    Basefont = b"basefont", Bgsound = b"bgsound", Big = b"big", Blockquote = b"blockquote",
+    Body = b"body", Br = b"br", Button = b"button", Caption = b"caption", Center = b"center",
+    Code = b"code", Col = b"col", Colgroup = b"colgroup", Dd = b"dd", Desc = b"desc",
+    Details = b"details", Dialog = b"dialog", Dir = b"dir", Div = b"div", Dl = b"dl", Dt = b"dt",
+    Em = b"em", Embed = b"embed", Fieldset = b"fieldset", Figcaption = b"figcaption",
+    Figure = b"figure", Font = b"font", Footer = b"footer", ForeignObject = b"foreignobject",
+    Form = b"form", Frame = b"frame", Frameset = b"frameset", H1 = b"h1", H2 = b"h2", H3 = b"h3",
+    H4 = b"h4", H5 = b"h5", H6 = b"h6", Head = b"head", Header = b"header", Hgroup = b"hgroup",
+    Hr = b"hr", Html = b"html", I = b"i", Iframe = b"iframe", Image = b"image", Img = b"img",
+    Input = b"input", Keygen = b"keygen", Li = b"li", Link = b"link", Listing = b"listing",
+    Main = b"main", Malignmark = b"malignmark", Marquee = b"marquee", Math = b"math",
+    Menu = b"menu", Meta = b"meta", Mglyph = b"mglyph", Mi = b"mi", Mn = b"mn", Mo = b"mo",
+    Ms = b"ms", Mtext = b"mtext", Nav = b"nav", Nobr = b"nobr", Noembed = b"noembed",
+    Noframes = b"noframes", Noscript = b"noscript", Object = b"object", Ol = b"ol",
+    Optgroup = b"optgroup", Option = b"option", P = b"p", Param = b"param",
+    Plaintext = b"plaintext", Pre = b"pre", Rb = b"rb", Rp = b"rp", Rt = b"rt", Rtc = b"rtc",
+    Ruby = b"ruby", S = b"s", Script = b"script", Search = b"search", Section = b"section",
+    Select = b"select", Small = b"small", Source = b"source", Span = b"span", Strike = b"strike",
+    Strong = b"strong", Style = b"style", Sub = b"sub", Summary = b"summary", Sup = b"sup",
+    Svg = b"svg", Table = b"table", Tbody = b"tbody", Td = b"td", Template = b"template",
+    Textarea = b"textarea", Tfoot = b"tfoot", Th = b"th", Thead = b"thead", Title = b"title",
+    Tr = b"tr", Track = b"track", Tt = b"tt", U = b"u", Ul = b"ul", Var = b"var", Wbr = b"wbr",
+    Xmp = b"xmp",
+}
+
+/// Packs up to 16 bytes into an integer, little-endian, zero-padded (tag names contain no NUL:
+/// the tokenizer turns it into U+FFFD).
+const fn pack(s: &[u8]) -> u128 {
+    let mut v = 0u128;
+    let mut i = 0;
+    while i < s.len() && i < 16 {
+        v |= (s[i] as u128) << (8 * i);
+        i += 1;
+    }
+    v
+}
+
+/// Namespace of an element on the stack of open elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ns {
+    Html,
+    Svg,
+    MathMl,
+}
+
+use Tag::*;
+
+impl Tag {
+    /// The "special" category of the spec (HTML namespace part).
+    pub(super) fn is_special_html(self) -> bool {
+        matches!(
+            self,
+            Address
+                | Applet
+                | Area
+                | Article
+                | Aside
+                | Base
+                | Basefont
+                | Bgsound
+                | Blockquote
+                | Body
+                | Br
+                | Button
+                | Caption
+                | Center
+                | Col
+                | Colgroup
+                | Dd
+                | Details
+                | Dir
+                | Div
+                | Dl
+                | Dt
+                | Embed
+                | Fieldset
+                | Figcaption
+                | Figure
+                | Footer
+                | Form
+                | Frame
+                | Frameset
+                | H1
+                | H2
+                | H3
+                | H4
+                | H5
+                | H6
+                | Head
+                | Header
+                | Hgroup
+                | Hr
+                | Html
+                | Iframe
+                | Img
+                | Input
+                | Keygen
+                | Li
+                | Link
+                | Listing
+                | Main
+                | Marquee
+                | Menu
+                | Meta
+                | Nav
+                | Noembed
+                | Noframes
+                | Noscript
+                | Object
+                | Ol
+                | P
+                | Param
+                | Plaintext
+                | Pre
+                | Script
+                | Search
+                | Section
+                | Select
+                | Source
+                | Style
+                | Summary
+                | Table
+                | Tbody
+                | Td
+                | Template
+                | Textarea
+                | Tfoot
+                | Th
+                | Thead
+                | Title
+                | Tr
+                | Track
+                | Ul
+                | Wbr
+                | Xmp
+        )
+    }
+
+    /// Elements that "generate implied end tags" closes.
+    pub(super) fn is_implied_end(self) -> bool {
+        matches!(
+            self,
+            Dd | Dt | Li | Optgroup | Option | P | Rb | Rp | Rt | Rtc
+        )
+    }
+
+    /// Elements that "generate all implied end tags thoroughly" closes.
+    pub(super) fn is_implied_end_thorough(self) -> bool {
+        self.is_implied_end()
+            || matches!(
+                self,
+                Caption | Colgroup | Tbody | Td | Tfoot | Th | Thead | Tr
+            )
+    }
+
+    pub(super) fn is_heading(self) -> bool {
+        matches!(self, H1 | H2 | H3 | H4 | H5 | H6)
+    }
+
+    /// Start tags that break out of foreign (SVG/MathML) content back to HTML rules.
+    pub(super) fn breaks_out_of_foreign(self) -> bool {
+        matches!(
+            self,
+            B | Big
+                | Blockquote
+                | Body
+                | Br
+                | Center
+                | Code
+                | Dd
+                | Div
+                | Dl
+                | Dt
+                | Em
+                | Embed
+                | H1
+                | H2
+                | H3
+                | H4
+                | H5
+                | H6
+                | Head
+                | Hr
+                | I
+                | Img
+                | Li
+                | Listing
+                | Menu
+                | Meta
+                | Nobr
+                | Ol
+                | P
+                | Pre
+                | Ruby
+                | S
+                | Small
+                | Span
+                | Strong
+                | Strike
+                | Sub
+                | Sup
+                | Table
+                | Tt
+                | U
+                | Ul
+                | Var
+        )
+    }
+
+    /// Elements whose content the canonical text drops (in any namespace, as the reference's
+    /// CSS selector `script`/`style`/`template` matches by local name).
+    pub(super) fn drops_content(self) -> bool {
+        matches!(self, Script | Style | Template)
+    }
+}
+
+/// Is `(tag, ns)` "special" (HTML list above plus the MathML and SVG ones)?
+pub(super) fn is_special(tag: Tag, ns: Ns) -> bool {
+    match ns {
+        Ns::Html => tag.is_special_html(),
+        Ns::MathMl => matches!(tag, Mi | Mo | Mn | Ms | Mtext | AnnotationXml),
+        Ns::Svg => matches!(tag, ForeignObject | Desc | Title),
+    }
+}
+
+/// Boundary elements of "has an element in scope" (the default scope). `select` is one in
+/// lexbor (the reference), as in the customizable-select parser: `<div><select>a</div>b` keeps
+/// "ab" together because the `</div>` is ignored.
+pub(super) fn is_scope_boundary(tag: Tag, ns: Ns) -> bool {
+    match ns {
+        Ns::Html => {
+            matches!(
+                tag,
+                Applet | Caption | Html | Table | Td | Th | Marquee | Object | Template | Select
+            )
+        }
+        Ns::MathMl => matches!(tag, Mi | Mo | Mn | Ms | Mtext | AnnotationXml),
+        Ns::Svg => matches!(tag, ForeignObject | Desc | Title),
+    }
+}
+
+/// The scopes of "has an element in ... scope".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Scope {
+    Default,
+    ListItem,
+    Button,
+    Table,
+}
+
+impl Scope {
+    /// True if an element `(tag, ns)` stops the scope search.
+    pub(super) fn stops_at(self, tag: Tag, ns: Ns) -> bool {
+        match self {
+            Scope::Default => is_scope_boundary(tag, ns),
+            Scope::ListItem => {
+                is_scope_boundary(tag, ns) || (ns == Ns::Html && matches!(tag, Ol | Ul))
+            }
+            Scope::Button => is_scope_boundary(tag, ns) || (ns == Ns::Html && tag == Button),
+            Scope::Table => ns == Ns::Html && matches!(tag, Html | Table | Template),
+        }
+    }
+}
+
+/// A cheap 64-bit FNV-1a hash of a tag name, to match unknown tags by name.
+pub(super) fn name_hash(name: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in name {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

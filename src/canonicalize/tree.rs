@@ -1,0 +1,347 @@
+//! HTML5 tree construction (WHATWG HTML, section 13.2.6), reduced to what decides body text.
+//!
+//! The reference canonicalization parses with lexbor, a conforming HTML5 parser. Which text ends
+//! up under `<body>`, in which order, and split into which text nodes is decided by the
+//! tree-construction stage, not by the tokenizer: text before `<body>` is moved into the body,
+//! text in tables is foster-parented before the table, a stray `</span>` is ignored (so `a</span>b`
+//! is one word) while a comment is a node (so `a<!---->b` is two). This module follows the spec's
+//! algorithm (stack of open elements, list of active formatting elements, insertion modes,
+//! foster parenting, the adoption agency algorithm, foreign content) over the small DOM of
+//! `dom.rs`. It skips what cannot change text: attributes (except the three that change parsing),
+//! namespaced tag-name adjustment and scripting (off, as in lexbor). Template contents are
+//! built as children of the template element, which the text walk skips.
+//!
+//! This file holds the token types, the builder state and the dispatcher; the stack of open
+//! elements and node insertion are in `stack.rs`, the insertion-mode rules in `modes_head.rs`,
+//! `modes_body.rs` and `modes_table.rs`, SVG/MathML in `foreign.rs`, and the list of active
+//! formatting elements in `formatting.rs`.
+
+use html5gum::State;
+
+use super::dom::{Dom, NodeId, NIL};
+use super::tags::{is_special, Ns, Tag, TAG_COUNT};
+
+/// The insertion modes of the spec ("in select" and "in select in table" are gone since the
+/// 2025 customizable-select change, which lexbor follows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    Initial,
+    BeforeHtml,
+    BeforeHead,
+    InHead,
+    InHeadNoscript,
+    AfterHead,
+    InBody,
+    Text,
+    InTable,
+    InTableText,
+    InCaption,
+    InColumnGroup,
+    InTableBody,
+    InRow,
+    InCell,
+    InTemplate,
+    AfterBody,
+    AfterAfterBody,
+    /// In frameset / after frameset / after after frameset: a frameset page has no body text.
+    Frameset,
+}
+
+/// The attributes that change tree construction, extracted by the tokenizer glue.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct AttrHint {
+    /// `<input type=hidden>` is not foster-parented out of tables.
+    pub(super) input_hidden: bool,
+    /// `<font color|face|size>` breaks out of SVG/MathML content.
+    pub(super) font_breakout: bool,
+    /// `<annotation-xml encoding=text/html|application/xhtml+xml>` is an HTML integration point.
+    pub(super) html_annotation: bool,
+}
+
+/// A start or end tag token.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TagTok {
+    pub(super) tag: Tag,
+    /// Name hash, used to match `Tag::Other` names; 0 for known tags.
+    pub(super) hash: u64,
+    pub(super) self_closing: bool,
+    pub(super) attr: AttrHint,
+}
+
+impl TagTok {
+    pub(super) fn plain(tag: Tag) -> TagTok {
+        TagTok {
+            tag,
+            hash: 0,
+            self_closing: false,
+            attr: AttrHint::default(),
+        }
+    }
+}
+
+/// A token from the tokenizer.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Tok<'a> {
+    Start(TagTok),
+    End(TagTok),
+    Chars(&'a [u8]),
+    Comment,
+    Doctype { quirks: bool },
+    Eof,
+}
+
+/// What a rule asks the dispatcher to do next.
+pub(super) enum Step<'a> {
+    Done,
+    /// Reprocess this token (in the current, possibly changed, insertion mode).
+    Again(Tok<'a>),
+}
+
+/// An entry of the stack of open elements.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Open {
+    pub(super) node: NodeId,
+    pub(super) tag: Tag,
+    pub(super) ns: Ns,
+    pub(super) hash: u64,
+    /// MathML annotation-xml that is an HTML integration point.
+    pub(super) html_ip: bool,
+}
+
+impl Open {
+    pub(super) fn is(&self, tag: Tag) -> bool {
+        self.ns == Ns::Html && self.tag == tag
+    }
+
+    /// Same element name as the token (namespace aside).
+    pub(super) fn same_name(&self, t: &TagTok) -> bool {
+        self.tag == t.tag && (t.tag != Tag::Other || self.hash == t.hash)
+    }
+}
+
+/// An entry of the list of active formatting elements (`node == NIL` is a marker).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Fmt {
+    pub(super) node: NodeId,
+    pub(super) tag: Tag,
+}
+
+const MARKER: Fmt = Fmt {
+    node: NIL,
+    tag: Tag::Other,
+};
+
+/// The tree builder's state.
+pub(super) struct Tree {
+    pub(super) dom: Dom,
+    pub(super) stack: Vec<Open>,
+    pub(super) afe: Vec<Fmt>,
+    /// `open[node]`: the element is on the stack of open elements.
+    pub(super) open: Vec<bool>,
+    /// Number of HTML elements of each tag on the stack, so that "has a p element in button
+    /// scope" is O(1) when there is none (without it, 100,000 nested `<div>`s take quadratic
+    /// time, as they do in the reference parser).
+    pub(super) counts: [u32; TAG_COUNT],
+    pub(super) mode: Mode,
+    pub(super) orig_mode: Mode,
+    pub(super) head: NodeId,
+    pub(super) body: NodeId,
+    pub(super) form: NodeId,
+    pub(super) frameset_ok: bool,
+    pub(super) quirks: bool,
+    pub(super) foster: bool,
+    /// The stack of template insertion modes.
+    pub(super) template_modes: Vec<Mode>,
+    pub(super) pending: Vec<u8>,
+    pub(super) pending_nonws: bool,
+    /// Tokenizer state the last start tag switches to (RCDATA, RAWTEXT, ...).
+    pub(super) next_state: Option<State>,
+}
+
+/// HTML whitespace: tab, LF, FF, CR, space.
+pub(super) fn is_ws(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
+}
+
+pub(super) fn all_ws(s: &[u8]) -> bool {
+    s.iter().all(|&b| is_ws(b))
+}
+
+impl Tree {
+    pub(super) fn new() -> Tree {
+        let mut dom = Dom::new();
+        let html = dom.new_element(Tag::Html);
+        let mut t = Tree {
+            dom,
+            stack: Vec::with_capacity(64),
+            afe: Vec::new(),
+            open: Vec::new(),
+            counts: [0; TAG_COUNT],
+            mode: Mode::Initial,
+            orig_mode: Mode::InBody,
+            head: NIL,
+            body: NIL,
+            form: NIL,
+            frameset_ok: true,
+            quirks: false,
+            foster: false,
+            template_modes: Vec::new(),
+            pending: Vec::new(),
+            pending_nonws: false,
+            next_state: None,
+        };
+        // The html element is always at the bottom of the stack; no rule ever pops it.
+        t.push(Open {
+            node: html,
+            tag: Tag::Html,
+            ns: Ns::Html,
+            hash: 0,
+            html_ip: false,
+        });
+        t
+    }
+
+    /// Runs one token through the tree-construction dispatcher.
+    pub(super) fn process(&mut self, tok: Tok<'_>) {
+        // Fast path for the most common token: text in the body, inside an HTML element, with
+        // nothing to reconstruct and no foster parenting (what in_body would do, minus dispatch).
+        if let Tok::Chars(s) = tok {
+            let c = self.cur();
+            if self.mode == Mode::InBody
+                && c.ns == Ns::Html
+                && !self.frameset_ok
+                && self
+                    .afe
+                    .last()
+                    .is_none_or(|f| f.node == NIL || self.is_open(f.node))
+            {
+                self.dom.insert_text(c.node, NIL, s);
+                return;
+            }
+        }
+        let mut tok = tok;
+        // Every reprocessing step changes the mode or shrinks the stack, so a handful of rounds
+        // suffice; the bound only guarantees termination on inputs nobody foresaw.
+        for _ in 0..32 {
+            let step = if self.use_foreign_rules(&tok) {
+                self.foreign(tok)
+            } else {
+                self.by_mode(self.mode, tok)
+            };
+            match step {
+                Step::Done => return,
+                Step::Again(t) => tok = t,
+            }
+        }
+    }
+
+    /// Processes `tok` with the rules of `mode` (without switching to it).
+    pub(super) fn by_mode<'a>(&mut self, mode: Mode, tok: Tok<'a>) -> Step<'a> {
+        match mode {
+            Mode::Initial => self.initial(tok),
+            Mode::BeforeHtml => self.before_html(tok),
+            Mode::BeforeHead => self.before_head(tok),
+            Mode::InHead => self.in_head(tok),
+            Mode::InHeadNoscript => self.in_head_noscript(tok),
+            Mode::AfterHead => self.after_head(tok),
+            Mode::InBody => self.in_body(tok),
+            Mode::Text => self.text_mode(tok),
+            Mode::InTable => self.in_table(tok),
+            Mode::InTableText => self.in_table_text(tok),
+            Mode::InCaption => self.in_caption(tok),
+            Mode::InColumnGroup => self.in_column_group(tok),
+            Mode::InTableBody => self.in_table_body(tok),
+            Mode::InRow => self.in_row(tok),
+            Mode::InCell => self.in_cell(tok),
+            Mode::InTemplate => self.in_template(tok),
+            Mode::AfterBody => self.after_body(tok),
+            Mode::AfterAfterBody => self.after_after_body(tok),
+            Mode::Frameset => Step::Done,
+        }
+    }
+
+    // ---- modes ----------------------------------------------------------------------------
+
+    fn text_mode<'a>(&mut self, tok: Tok<'a>) -> Step<'a> {
+        match tok {
+            Tok::Chars(s) => self.insert_text(s),
+            Tok::Eof => {
+                self.pop();
+                self.mode = self.orig_mode;
+                return Step::Again(tok);
+            }
+            Tok::End(_) => {
+                self.pop();
+                self.mode = self.orig_mode;
+            }
+            _ => {}
+        }
+        Step::Done
+    }
+
+    /// "Reset the insertion mode appropriately".
+    pub(super) fn reset_insertion_mode(&mut self) {
+        for i in (0..self.stack.len()).rev() {
+            let last = i == 0;
+            let o = self.stack[i];
+            if o.ns != Ns::Html {
+                continue;
+            }
+            let mode = match o.tag {
+                Tag::Td | Tag::Th if !last => Mode::InCell,
+                Tag::Tr => Mode::InRow,
+                Tag::Tbody | Tag::Thead | Tag::Tfoot => Mode::InTableBody,
+                Tag::Caption => Mode::InCaption,
+                Tag::Template => self.template_modes.last().copied().unwrap_or(Mode::InBody),
+                Tag::Colgroup => Mode::InColumnGroup,
+                Tag::Table => Mode::InTable,
+                Tag::Head if !last => Mode::InHead,
+                Tag::Body => Mode::InBody,
+                Tag::Frameset => Mode::Frameset,
+                Tag::Html if self.head == NIL => Mode::BeforeHead,
+                Tag::Html => Mode::AfterHead,
+                _ => continue,
+            };
+            self.mode = mode;
+            return;
+        }
+        self.mode = Mode::InBody;
+    }
+
+    // ---- "any other end tag" --------------------------------------------------------------
+
+    /// The in-body rule for an end tag no other rule names: close the nearest open element of
+    /// that name unless a special element comes first (then the tag is ignored).
+    pub(super) fn any_other_end(&mut self, t: &TagTok) {
+        for i in (0..self.stack.len()).rev() {
+            let o = self.stack[i];
+            if o.ns == Ns::Html && o.same_name(t) {
+                self.implied_end(Some(t.tag));
+                self.truncate(i);
+                return;
+            }
+            if is_special(o.tag, o.ns) {
+                return;
+            }
+        }
+    }
+
+    /// The canonical text's input: the body's text nodes, each preceded by a space.
+    pub(super) fn body_text(&self, out: &mut Vec<u8>) {
+        if self.body != NIL {
+            self.dom.body_text(self.body, out);
+        }
+    }
+
+    pub(super) fn set_open(&mut self, node: NodeId, open: bool) {
+        let i = node as usize;
+        if self.open.len() <= i {
+            self.open.resize(i + 1, false);
+        }
+        self.open[i] = open;
+    }
+
+    pub(super) fn marker() -> Fmt {
+        MARKER
+    }
+}

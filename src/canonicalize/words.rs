@@ -1,0 +1,251 @@
+//! Lowercasing and word extraction: Python's `str.lower()` followed by `re.findall(r"\w+")`.
+//!
+//! Both use the generated tables of `tables.rs` (Python 3.11, Unicode 14.0.0), never Rust's
+//! `char` methods, so the canonical text does not change when the Rust toolchain moves to a newer
+//! Unicode version. Lowercasing comes first, as in the reference: `İ` lowercases to `i` plus
+//! U+0307 COMBINING DOT ABOVE, which is not a word character, so "İstanbul" gives "i", "stanbul".
+
+use super::tables::{CASED, CASE_IGNORABLE, LOWER, WORD_RANGES};
+
+/// For each ASCII byte: its lowercase form if it is a word character (`[0-9A-Za-z_]`), else 0.
+static ASCII_WORD: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = match c {
+            b'0'..=b'9' | b'a'..=b'z' | b'_' => c,
+            b'A'..=b'Z' => c + 32,
+            _ => 0,
+        };
+        b += 1;
+    }
+    t
+};
+
+fn in_ranges(ranges: &[(u32, u32)], c: u32) -> bool {
+    ranges
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// Python's `\w` for one code point: `str.isalnum()` or `_`.
+pub(super) fn is_word_char(c: char) -> bool {
+    let u = c as u32;
+    if u < 128 {
+        ASCII_WORD[u as usize] != 0
+    } else {
+        in_ranges(&WORD_RANGES, u)
+    }
+}
+
+/// Python's `str.lower()` of one code point (1 to 3 code points), without the final-sigma rule.
+fn lower_char(c: char) -> [char; 3] {
+    let u = c as u32;
+    match LOWER.binary_search_by_key(&u, |&(k, _)| k) {
+        Ok(i) => {
+            let m = LOWER[i].1;
+            // The table only holds valid scalar values (generated from Python str objects);
+            // 0 marks an unused slot.
+            [
+                char::from_u32(m[0]).unwrap_or(c),
+                char::from_u32(m[1]).unwrap_or('\0'),
+                char::from_u32(m[2]).unwrap_or('\0'),
+            ]
+        }
+        Err(_) => [c, '\0', '\0'],
+    }
+}
+
+/// Decodes the UTF-8 character starting at `b[i]` (a non-ASCII lead byte). Returns the char and
+/// its length, or None and 1 for a byte that does not start a valid sequence: the reference
+/// decodes those to U+FFFD, which is neither a word character nor cased, so callers treat them
+/// exactly like that.
+fn decode_at(b: &[u8], i: usize) -> (Option<char>, usize) {
+    let len = match b[i] {
+        0xC2..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF4 => 4,
+        _ => return (None, 1),
+    };
+    match b.get(i..i + len).and_then(|s| std::str::from_utf8(s).ok()) {
+        Some(s) => (s.chars().next(), len),
+        None => (None, 1),
+    }
+}
+
+/// The character ending just before `b[i]`, if valid UTF-8, and its start.
+fn decode_before(b: &[u8], i: usize) -> (Option<char>, usize) {
+    let mut s = i - 1;
+    while s > 0 && i - s < 4 && (0x80..0xC0).contains(&b[s]) {
+        s -= 1;
+    }
+    if b[s] < 0x80 {
+        // An ASCII byte is a char by itself only right before `i`; else b[i-1] is a stray
+        // continuation byte.
+        return if s == i - 1 {
+            (Some(b[s] as char), s)
+        } else {
+            (None, i - 1)
+        };
+    }
+    match decode_at(b, s) {
+        (Some(c), len) if s + len == i => (Some(c), s),
+        _ => (None, i - 1),
+    }
+}
+
+fn is_ignorable(c: Option<char>) -> bool {
+    c.is_some_and(|c| in_ranges(&CASE_IGNORABLE, c as u32))
+}
+
+fn is_cased(c: Option<char>) -> bool {
+    c.is_some_and(|c| in_ranges(&CASED, c as u32))
+}
+
+/// Python's final-sigma rule for the U+03A3 at byte `i` of `b`: a cased letter before it and
+/// none after it (skipping case-ignorable characters both ways).
+fn final_sigma(b: &[u8], i: usize) -> bool {
+    let mut j = i;
+    let mut before = None;
+    while j > 0 {
+        let (c, start) = decode_before(b, j);
+        j = start;
+        if !is_ignorable(c) {
+            before = Some(c);
+            break;
+        }
+    }
+    if !before.is_some_and(is_cased) {
+        return false;
+    }
+    let mut k = i + 'Σ'.len_utf8();
+    while k < b.len() {
+        let (c, len) = if b[k] < 0x80 {
+            (Some(b[k] as char), 1)
+        } else {
+            decode_at(b, k)
+        };
+        if !is_ignorable(c) {
+            return !is_cased(c);
+        }
+        k += len;
+    }
+    true
+}
+
+/// Appends the lowercase words of UTF-8 `text` to `out`, each preceded by a space unless `out`
+/// is empty: the canonical text format. Invalid UTF-8 separates words, as U+FFFD would.
+pub(super) fn append_words(b: &[u8], out: &mut Vec<u8>) {
+    let mut in_word = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c < 0x80 {
+            let l = ASCII_WORD[c as usize];
+            if l == 0 {
+                in_word = false;
+                i += 1;
+                continue;
+            }
+            if !in_word {
+                if !out.is_empty() {
+                    out.push(b' ');
+                }
+                in_word = true;
+            }
+            out.push(l);
+            i += 1;
+            // The rest of an ASCII run, without the per-byte bookkeeping above.
+            while let Some(&c) = b.get(i) {
+                let l = if c < 0x80 { ASCII_WORD[c as usize] } else { 0 };
+                if l == 0 {
+                    break;
+                }
+                out.push(l);
+                i += 1;
+            }
+            continue;
+        }
+        let (ch, len) = decode_at(b, i);
+        let lowered = match ch {
+            None => ['\u{FFFD}', '\0', '\0'],
+            Some('Σ') => [if final_sigma(b, i) { 'ς' } else { 'σ' }, '\0', '\0'],
+            Some(ch) => lower_char(ch),
+        };
+        for lc in lowered.into_iter().take_while(|&lc| lc != '\0') {
+            if is_word_char(lc) {
+                if !in_word {
+                    if !out.is_empty() {
+                        out.push(b' ');
+                    }
+                    in_word = true;
+                }
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(lc.encode_utf8(&mut buf).as_bytes());
+            } else {
+                in_word = false;
+            }
+        }
+        i += len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> String {
+        let mut out = Vec::new();
+        append_words(s.as_bytes(), &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn ascii_words_and_underscore() {
+        assert_eq!(
+            words("  Hello, World! v_add_f32 x86-64 "),
+            "hello world v_add_f32 x86 64"
+        );
+        assert_eq!(words(""), "");
+        assert_eq!(words(" \t\n.,;"), "");
+    }
+
+    #[test]
+    fn python_lower_special_cases() {
+        // İ -> i + U+0307 (not \w): splits the word, as in Python.
+        assert_eq!(words("İstanbul"), "i stanbul");
+        // ß stays ß (lower), ẞ -> ß.
+        assert_eq!(words("Straße STRAẞE"), "straße straße");
+        // Final sigma: word-final Σ -> ς, inside -> σ, alone -> σ.
+        assert_eq!(words("ΟΔΟΣ ΟΔΟΣΟ Σ"), "οδος οδοσο σ");
+        // A case-ignorable '.' between letters keeps the sigma medial (Python: 'ΑΣ.Β' -> 'ασ.β').
+        assert_eq!(words("ΑΣ.Β"), "ασ β");
+    }
+
+    #[test]
+    fn unicode_word_classes() {
+        // Digits of other scripts and numeric characters are \w; combining marks are not.
+        assert_eq!(words("٣٤ Ⅻ ½ ²"), "٣٤ ⅻ ½ ²");
+        assert_eq!(words("e\u{301}"), "e");
+        assert_eq!(words("日本語テキスト"), "日本語テキスト");
+        assert_eq!(words("a\u{FFFD}b"), "a b");
+        assert_eq!(words("a\u{FEFF}b"), "a b");
+    }
+
+    #[test]
+    fn tables_are_sorted() {
+        assert!(WORD_RANGES.windows(2).all(|w| w[0].1 < w[1].0));
+        assert!(LOWER.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(CASED.windows(2).all(|w| w[0].1 < w[1].0));
+        assert!(CASE_IGNORABLE.windows(2).all(|w| w[0].1 < w[1].0));
+    }
+}

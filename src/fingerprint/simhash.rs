@@ -1,0 +1,216 @@
+//! Charikar's simhash over the word tokens of a canonical text (format-spec/fingerprints.md,
+//! §8): 64 bits (Manku et al.) and 384 bits (Henzinger's evaluation).
+//!
+//! Every token occurrence adds +1 to coordinate i when bit i of its hash is set and -1 when
+//! not, so a word's weight is its term frequency; bit i of the simhash is 1 iff coordinate i
+//! ends strictly positive (ties give 0). With c_i = occurrences whose hash has bit i set and
+//! N = all occurrences, that is 2·c_i > N, which is how it is computed: counting set bits.
+
+use super::hash::{self, SEED_SIMHASH384};
+
+/// spread[b]: byte k = bit k of b. Adding spread[byte j of h] to an 8-lane byte counter
+/// counts 8 bits of h with one addition.
+const SPREAD: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut k = 0;
+        while k < 8 {
+            t[b] |= (((b >> k) & 1) as u64) << (8 * k);
+            k += 1;
+        }
+        b += 1;
+    }
+    t
+};
+
+/// Counts, per bit position, how many added hashes have that bit set.
+#[derive(Clone, Debug)]
+pub struct Accumulator {
+    /// lanes[j], byte k: pending count of bit 8j + k (at most 255 before a flush).
+    lanes: [u64; 8],
+    pending: u32,
+    counts: [u64; 64],
+    total: u64,
+}
+
+impl Default for Accumulator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Accumulator {
+    pub fn new() -> Self {
+        Accumulator {
+            lanes: [0; 8],
+            pending: 0,
+            counts: [0; 64],
+            total: 0,
+        }
+    }
+
+    /// Adds one token occurrence with hash `h`.
+    #[inline]
+    pub fn add(&mut self, h: u64) {
+        for (j, lane) in self.lanes.iter_mut().enumerate() {
+            *lane += SPREAD[((h >> (8 * j)) & 0xFF) as usize];
+        }
+        self.pending += 1;
+        self.total += 1;
+        if self.pending == 255 {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        for (j, lane) in self.lanes.iter_mut().enumerate() {
+            for k in 0..8 {
+                self.counts[8 * j + k] += (*lane >> (8 * k)) & 0xFF;
+            }
+            *lane = 0;
+        }
+        self.pending = 0;
+    }
+
+    /// The simhash: bit i set iff 2·count_i > total. No tokens give 0.
+    pub fn finish(mut self) -> u64 {
+        self.flush();
+        let mut fp = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            if 2 * c > self.total {
+                fp |= 1 << i;
+            }
+        }
+        fp
+    }
+}
+
+/// 64-bit simhash of a canonical text; token hash = the word hash (`hash::word_hash`), the
+/// same value `fingerprint` computes once per word.
+pub fn simhash(text: &str) -> u64 {
+    let mut acc = Accumulator::new();
+    for w in super::words(text) {
+        acc.add(hash::word_hash(w));
+    }
+    acc.finish()
+}
+
+/// Henzinger's 384-bit variant: six independent 64-bit simhashes, part j using the token
+/// hash xxh3_64(word, SEED_SIMHASH384 + j). Bit i of part j is bit 64·j + i.
+pub fn simhash384(text: &str) -> [u64; 6] {
+    let mut accs: [Accumulator; 6] = std::array::from_fn(|_| Accumulator::new());
+    for w in super::words(text) {
+        for (j, acc) in accs.iter_mut().enumerate() {
+            acc.add(hash::xxh3(w, SEED_SIMHASH384.wrapping_add(j as u64)));
+        }
+    }
+    accs.map(Accumulator::finish)
+}
+
+/// Number of differing bits.
+#[inline]
+pub fn hamming(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+/// Number of differing bits of two multi-word fingerprints (e.g. 384-bit simhashes).
+pub fn hamming_wide(a: &[u64], b: &[u64]) -> u32 {
+    a.iter().zip(b).map(|(x, y)| hamming(*x, *y)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition, computed the slow way: signed sums per coordinate.
+    fn reference(hashes: &[u64]) -> u64 {
+        let mut fp = 0u64;
+        for i in 0..64 {
+            let v: i64 = hashes
+                .iter()
+                .map(|h| if (h >> i) & 1 == 1 { 1 } else { -1 })
+                .sum();
+            if v > 0 {
+                fp |= 1 << i;
+            }
+        }
+        fp
+    }
+
+    #[test]
+    fn matches_the_signed_sum_definition() {
+        let mut hashes = Vec::new();
+        // Past several 255-token flushes, with repeats (term frequency) and ties.
+        for n in [0usize, 1, 2, 254, 255, 256, 1000, 3001] {
+            hashes.clear();
+            for i in 0..n {
+                hashes.push(hash::splitmix64_nth(7, (i % 97) as u64));
+            }
+            let mut acc = Accumulator::new();
+            hashes.iter().for_each(|&h| acc.add(h));
+            assert_eq!(acc.finish(), reference(&hashes), "n = {n}");
+        }
+        // A tie (one token with bit i set, one without) gives 0.
+        let mut acc = Accumulator::new();
+        acc.add(u64::MAX);
+        acc.add(0);
+        assert_eq!(acc.finish(), 0);
+        assert_eq!(simhash(""), 0);
+        assert_eq!(simhash("x"), hash::word_hash(b"x")); // one token: its own hash
+    }
+
+    #[test]
+    fn golden_simhash() {
+        let text = "the quick brown fox jumps over the lazy dog";
+        assert_eq!(simhash(text), GOLDEN_SIMHASH64);
+        assert_eq!(simhash384(text), GOLDEN_SIMHASH384);
+    }
+
+    fn sample_text(seed: u64, words: usize) -> Vec<String> {
+        (0..words)
+            .map(|i| format!("w{}", hash::splitmix64_nth(seed, i as u64) % 5000))
+            .collect()
+    }
+
+    #[test]
+    fn near_identical_texts_are_close() {
+        let base = sample_text(1, 2000);
+        let mut edited = base.clone();
+        for i in (0..2000).step_by(200) {
+            edited[i] = format!("changed{i}"); // 10 of 2000 words
+        }
+        let other = sample_text(2, 2000);
+        let (b, e, o) = (base.join(" "), edited.join(" "), other.join(" "));
+        let near = hamming(simhash(&b), simhash(&e));
+        let far = hamming(simhash(&b), simhash(&o));
+        assert!(near <= 8, "near {near}");
+        assert!(far >= 16, "far {far}");
+        let near384 = hamming_wide(&simhash384(&b), &simhash384(&e));
+        let far384 = hamming_wide(&simhash384(&b), &simhash384(&o));
+        assert!(
+            near384 <= 40 && far384 >= 120,
+            "near {near384} far {far384}"
+        );
+        // Word order does not matter (bag of words), word content does.
+        let rev: Vec<&str> = base.iter().rev().map(|s| s.as_str()).collect();
+        assert_eq!(simhash(&rev.join(" ")), simhash(&b));
+    }
+
+    #[test]
+    fn hamming_counts_bits() {
+        assert_eq!(hamming(0, u64::MAX), 64);
+        assert_eq!(hamming(0b1011, 0b0001), 2);
+        assert_eq!(hamming_wide(&[1, 0, 3], &[0, 0, 0]), 3);
+    }
+
+    const GOLDEN_SIMHASH64: u64 = 0x5AD3_0DA5_8617_121B;
+    const GOLDEN_SIMHASH384: [u64; 6] = [
+        0x90AA_8FC2_F967_FC36,
+        0x015A_4892_3075_B8B7,
+        0x8F29_F255_1E38_93C1,
+        0x1535_93F4_B4D5_379D,
+        0xEFE0_BF7D_481F_0AEE,
+        0x7734_ACF5_E545_0328,
+    ];
+}

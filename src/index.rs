@@ -1,0 +1,221 @@
+//! `Index`: an index directory opened for reading or for writing.
+//!
+//! Layout of an index directory (format-spec/README.md):
+//! ```text
+//! DIR/catalog/           RocksDB: documents, keys, batches, clusters, options, manifest
+//! DIR/segments/*.ndds    immutable segment files named by the manifest
+//! DIR/tmp/               sort runs and unpublished segments (removed on open)
+//! DIR/LOCK               held (flock) by the one writer; says who it is
+//! ```
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, IoResultExt, Result};
+use crate::options::{CreateOptions, IndexOptions};
+use crate::store::{Access, Catalog, Manifest, META_OPTIONS};
+use crate::view::View;
+
+/// Sub-directory names inside an index directory.
+pub const CATALOG_DIR: &str = "catalog";
+pub const SEGMENTS_DIR: &str = "segments";
+pub const TMP_DIR: &str = "tmp";
+pub const LOCK_FILE: &str = "LOCK";
+
+/// An open index. Readers and the writer share this type; only a writer (opened with
+/// [`Index::open_writer`]) may call the mutating operations.
+pub struct Index {
+    dir: PathBuf,
+    pub(crate) catalog: Catalog,
+    options: IndexOptions,
+    pub(crate) view: Arc<View>,
+    lock: Option<File>,
+}
+
+impl Index {
+    /// Opens an existing index for reading. Readers take no lock: they see the snapshot that
+    /// was published when they opened.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Index> {
+        let dir = dir.as_ref().to_owned();
+        if !dir.join(CATALOG_DIR).join("CURRENT").exists() {
+            return Err(Error::NotAnIndex { path: dir });
+        }
+        let catalog = Catalog::open(&dir.join(CATALOG_DIR), Access::ReadOnly)?;
+        let options: IndexOptions = catalog
+            .meta_json(META_OPTIONS)?
+            .ok_or_else(|| Error::NotAnIndex { path: dir.clone() })?;
+        let view = Arc::new(View::load(&dir, &catalog, &options)?);
+        Ok(Index {
+            dir,
+            catalog,
+            options,
+            view,
+            lock: None,
+        })
+    }
+
+    /// Opens the index for writing, creating it (with `create`'s options) when absent.
+    /// Fails with [`Error::Locked`] when another writer holds the index, and with
+    /// [`Error::OptionConflict`] when `create` disagrees with the stored options.
+    pub fn open_writer(dir: impl AsRef<Path>, create: &CreateOptions) -> Result<Index> {
+        let dir = dir.as_ref().to_owned();
+        fs::create_dir_all(&dir).at(&dir)?;
+        let lock = acquire_lock(&dir)?;
+        for sub in [SEGMENTS_DIR, TMP_DIR] {
+            fs::create_dir_all(dir.join(sub)).at(dir.join(sub))?;
+        }
+        let catalog = Catalog::open(&dir.join(CATALOG_DIR), Access::ReadWrite)?;
+        let options = match catalog.meta_json::<IndexOptions>(META_OPTIONS)? {
+            Some(stored) => {
+                stored.check_compatible(create, &dir)?;
+                stored
+            }
+            None => {
+                let o = IndexOptions::from_create(create);
+                o.fingerprint()?.validate()?; // reject bad values before anything is stored
+                if o.cluster_threshold()?.as_f64() <= 0.0 {
+                    return Err(Error::InvalidArgument(
+                        "--cluster-threshold must be above 0".into(),
+                    ));
+                }
+                let mut b = catalog.batch_writer();
+                b.put_meta_json(META_OPTIONS, &o);
+                b.put_meta_json(crate::store::META_MANIFEST, &Manifest::new());
+                catalog.commit(b)?;
+                o
+            }
+        };
+        let manifest = catalog.manifest()?;
+        remove_orphans(&dir, &manifest)?;
+        let view = Arc::new(View::load(&dir, &catalog, &options)?);
+        Ok(Index {
+            dir,
+            catalog,
+            options,
+            view,
+            lock: Some(lock),
+        })
+    }
+
+    /// The index directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The options the index was created with.
+    pub fn options(&self) -> &IndexOptions {
+        &self.options
+    }
+
+    /// The catalog (RocksDB).
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The current snapshot of segments, tombstones and per-document sizes.
+    pub fn view(&self) -> &Arc<View> {
+        &self.view
+    }
+
+    /// True when opened with [`Index::open_writer`].
+    pub fn is_writer(&self) -> bool {
+        self.lock.is_some()
+    }
+
+    pub(crate) fn require_writer(&self) -> Result<()> {
+        if self.is_writer() {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument("index opened read-only".into()))
+        }
+    }
+
+    /// Reloads the view after a publish.
+    pub(crate) fn reload_view(&mut self) -> Result<()> {
+        self.view = Arc::new(View::load(&self.dir, &self.catalog, &self.options)?);
+        Ok(())
+    }
+
+    /// Path of a segment file.
+    pub fn segment_path(&self, file: &str) -> PathBuf {
+        self.dir.join(SEGMENTS_DIR).join(file)
+    }
+
+    /// The temporary directory (sort runs, unpublished segments).
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.dir.join(TMP_DIR)
+    }
+}
+
+/// Takes the writer lock, recording who holds it so a second writer can name the holder.
+fn acquire_lock(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .at(&path)?;
+    match f.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = f.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let holder = if holder.is_empty() {
+                "unknown process".to_owned()
+            } else {
+                holder.to_owned()
+            };
+            return Err(Error::Locked {
+                path: dir.to_owned(),
+                holder,
+            });
+        }
+        Err(fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
+    }
+    let me = format!(
+        "pid {} ({})",
+        std::process::id(),
+        std::env::args()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .take(200)
+            .collect::<String>()
+    );
+    f.set_len(0).at(&path)?;
+    f.rewind().at(&path)?;
+    f.write_all(me.as_bytes()).at(&path)?;
+    Ok(f)
+}
+
+/// Removes what a crashed writer may have left: unpublished segments (not in the manifest),
+/// `.tmp` files and sort runs.
+fn remove_orphans(dir: &Path, manifest: &Manifest) -> Result<()> {
+    let seg_dir = dir.join(SEGMENTS_DIR);
+    let live: std::collections::HashSet<&str> =
+        manifest.segments.iter().map(|s| s.file.as_str()).collect();
+    for e in fs::read_dir(&seg_dir).at(&seg_dir)? {
+        let e = e.at(&seg_dir)?;
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !live.contains(name.as_ref()) {
+            fs::remove_file(e.path()).at(e.path())?;
+        }
+    }
+    let tmp = dir.join(TMP_DIR);
+    for e in fs::read_dir(&tmp).at(&tmp)? {
+        let e = e.at(&tmp)?;
+        let p = e.path();
+        if p.is_dir() {
+            fs::remove_dir_all(&p).at(&p)?;
+        } else {
+            fs::remove_file(&p).at(&p)?;
+        }
+    }
+    Ok(())
+}

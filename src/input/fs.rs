@@ -1,0 +1,243 @@
+//! Paths to documents: directory walking, file-type dispatch by name, gunzip, size limits.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use flate2::read::MultiGzDecoder;
+
+use super::jsonl::JsonlReader;
+use super::warc::WarcReader;
+use super::{InputItem, InputOptions, RawDoc, Records};
+use crate::canonicalize::{sniff_format, DocFormat};
+
+/// Work queued by the input iterator.
+pub(super) enum Pending {
+    /// A path named by the user: a file (keyed by the path as given) or a directory.
+    TopLevel(PathBuf),
+    /// A file found in a directory, keyed by its relative path.
+    File { path: PathBuf, key: String },
+    /// An error found while listing a directory.
+    Bad(InputItem),
+}
+
+/// What opening a pending path gave.
+pub(super) enum Opened {
+    Item(InputItem),
+    Records(Records),
+    Expand(Vec<Pending>),
+}
+
+/// How a file is read, from its name (case-insensitive, after removing a `.gz` suffix).
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    Warc,
+    Jsonl,
+    Doc(Option<DocFormat>),
+}
+
+fn kind_of(name: &str) -> (Kind, bool) {
+    let lower = name.to_ascii_lowercase();
+    let (inner, gz) = match lower.strip_suffix(".gz") {
+        Some(inner) => (inner, true),
+        None => (lower.as_str(), false),
+    };
+    let kind = if inner.ends_with(".warc") {
+        Kind::Warc
+    } else if inner.ends_with(".jsonl") || inner.ends_with(".ndjson") {
+        Kind::Jsonl
+    } else if [".html", ".htm", ".xhtml"]
+        .iter()
+        .any(|e| inner.ends_with(e))
+    {
+        Kind::Doc(Some(DocFormat::Html))
+    } else if inner.ends_with(".txt") {
+        Kind::Doc(Some(DocFormat::Text))
+    } else {
+        Kind::Doc(None)
+    };
+    (kind, gz)
+}
+
+pub(super) fn open(p: Pending, opts: &InputOptions) -> Opened {
+    match p {
+        Pending::Bad(item) => Opened::Item(item),
+        Pending::File { path, key } => open_file(&path, key, opts),
+        Pending::TopLevel(path) => {
+            let key = path.to_string_lossy().into_owned();
+            match std::fs::metadata(&path) {
+                Err(e) => Opened::Item(InputItem::bad(key.clone(), key, e.to_string())),
+                Ok(m) if m.is_dir() => Opened::Expand(walk(&path)),
+                Ok(_) => open_file(&path, key, opts),
+            }
+        }
+    }
+}
+
+fn open_file(path: &Path, key: String, opts: &InputOptions) -> Opened {
+    let origin = path.to_string_lossy().into_owned();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (kind, gz) = kind_of(&name);
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => return Opened::Item(InputItem::bad(key, origin, e.to_string())),
+    };
+    let reader: Box<dyn io::BufRead + Send> = if gz {
+        Box::new(BufReader::with_capacity(
+            1 << 16,
+            MultiGzDecoder::new(BufReader::new(file)),
+        ))
+    } else {
+        Box::new(BufReader::with_capacity(1 << 16, file))
+    };
+    match kind {
+        Kind::Warc => Opened::Records(Box::new(WarcReader::new(
+            reader,
+            origin,
+            opts.max_doc_bytes,
+        ))),
+        Kind::Jsonl => Opened::Records(Box::new(JsonlReader::new(reader, origin, opts.clone()))),
+        Kind::Doc(format) => Opened::Item(read_doc(
+            reader,
+            key,
+            origin,
+            &name,
+            format,
+            gz,
+            opts.max_doc_bytes,
+        )),
+    }
+}
+
+/// Reads a whole single-document file (at most `max` bytes).
+fn read_doc(
+    reader: impl Read,
+    key: String,
+    origin: String,
+    name: &str,
+    format: Option<DocFormat>,
+    gz: bool,
+    max: u64,
+) -> InputItem {
+    let mut bytes = Vec::new();
+    if let Err(e) = reader.take(max.saturating_add(1)).read_to_end(&mut bytes) {
+        let reason = if gz {
+            format!("corrupt or truncated gzip: {e}")
+        } else {
+            e.to_string()
+        };
+        return InputItem::bad(key, origin, reason);
+    }
+    if bytes.len() as u64 > max {
+        let what = if gz { " after decompression" } else { "" };
+        return InputItem::bad(
+            key,
+            origin,
+            format!("document too large (more than {max} bytes{what})"),
+        );
+    }
+    let inner = name
+        .strip_suffix(".gz")
+        .or_else(|| name.strip_suffix(".GZ"))
+        .unwrap_or(name);
+    let format = format.unwrap_or_else(|| sniff_format(Some(inner), &bytes));
+    InputItem::Doc(RawDoc {
+        key,
+        bytes,
+        format,
+        charset: None,
+        origin,
+    })
+}
+
+/// Lists the regular files under `dir` (recursively), sorted bytewise by their path relative to
+/// `dir` with '/' separators, which is also their key. Symbolic links to files are followed;
+/// symbolic links to directories are not (no cycles). Listing errors come first, as `Bad`.
+fn walk(dir: &Path) -> Vec<Pending> {
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    let mut bad = Vec::new();
+    let mut todo = vec![(dir.to_path_buf(), String::new())];
+    while let Some((d, rel)) = todo.pop() {
+        let shown = d.to_string_lossy().into_owned();
+        let entries = match std::fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) => {
+                bad.push(Pending::Bad(InputItem::bad(
+                    if rel.is_empty() { shown.clone() } else { rel },
+                    shown,
+                    e.to_string(),
+                )));
+                continue;
+            }
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    bad.push(Pending::Bad(InputItem::bad(
+                        shown.clone(),
+                        shown.clone(),
+                        e.to_string(),
+                    )));
+                    continue;
+                }
+            };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel2 = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => todo.push((path, rel2)),
+                Ok(t) if t.is_file() => files.push((rel2, path)),
+                Ok(t) if t.is_symlink() => match std::fs::metadata(&path) {
+                    Ok(m) if m.is_file() => files.push((rel2, path)),
+                    Ok(_) => {}
+                    Err(e) => {
+                        let origin = path.to_string_lossy().into_owned();
+                        bad.push(Pending::Bad(InputItem::bad(rel2, origin, e.to_string())));
+                    }
+                },
+                Ok(_) => {}
+                Err(e) => {
+                    let origin = path.to_string_lossy().into_owned();
+                    bad.push(Pending::Bad(InputItem::bad(rel2, origin, e.to_string())));
+                }
+            }
+        }
+    }
+    files.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    bad.extend(
+        files
+            .into_iter()
+            .map(|(key, path)| Pending::File { path, key }),
+    );
+    bad
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_by_name() {
+        assert_eq!(kind_of("crawl.warc.gz"), (Kind::Warc, true));
+        assert_eq!(kind_of("CRAWL.WARC"), (Kind::Warc, false));
+        assert_eq!(kind_of("d.ndjson.gz"), (Kind::Jsonl, true));
+        assert_eq!(kind_of("d.jsonl"), (Kind::Jsonl, false));
+        assert_eq!(
+            kind_of("p.HTM.gz"),
+            (Kind::Doc(Some(DocFormat::Html)), true)
+        );
+        assert_eq!(
+            kind_of("notes.txt"),
+            (Kind::Doc(Some(DocFormat::Text)), false)
+        );
+        assert_eq!(kind_of("README"), (Kind::Doc(None), false));
+    }
+}

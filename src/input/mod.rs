@@ -1,0 +1,187 @@
+//! Document input: files, directories, WARC and JSON Lines, streamed one document at a time.
+//!
+//! `read_inputs` turns command-line paths into a stream of `InputItem`s. Memory stays at about
+//! one document plus read buffers: directories are listed (names only) up front, record files
+//! (WARC, JSONL, and their .gz forms) are read record by record. Bad input never ends the
+//! stream: every unreadable file, damaged record or oversized document becomes an
+//! `InputItem::Bad` with a reason, and reading goes on with the next one.
+
+mod fs;
+mod jsonl;
+mod warc;
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead};
+use std::path::PathBuf;
+
+use crate::canonicalize::DocFormat;
+
+/// How inputs are read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputOptions {
+    /// JSONL field holding the document key (a string or a number).
+    pub jsonl_id_field: String,
+    /// JSONL field holding plain text (used when the HTML field is absent).
+    pub jsonl_text_field: String,
+    /// JSONL field holding HTML.
+    pub jsonl_html_field: String,
+    /// Documents larger than this (in bytes, after decompression) are reported as `Bad`.
+    pub max_doc_bytes: u64,
+}
+
+impl Default for InputOptions {
+    fn default() -> Self {
+        InputOptions {
+            jsonl_id_field: "id".to_string(),
+            jsonl_text_field: "text".to_string(),
+            jsonl_html_field: "html".to_string(),
+            max_doc_bytes: 256 << 20,
+        }
+    }
+}
+
+/// One document, not yet canonicalized.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawDoc {
+    /// Relative path, path as given, WARC-Target-URI, or JSONL id.
+    pub key: String,
+    pub bytes: Vec<u8>,
+    pub format: DocFormat,
+    /// Charset declared by the container (HTTP Content-Type in WARC; "utf-8" for JSONL).
+    pub charset: Option<String>,
+    /// Where it came from, for messages: file, plus record offset or line.
+    pub origin: String,
+}
+
+/// An item of the input stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputItem {
+    Doc(RawDoc),
+    Bad {
+        key: String,
+        origin: String,
+        reason: String,
+    },
+}
+
+impl InputItem {
+    pub(crate) fn bad(
+        key: impl Into<String>,
+        origin: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        InputItem::Bad {
+            key: key.into(),
+            origin: origin.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Streams the documents of `paths`: files, directories (recursive, in bytewise order of their
+/// relative paths), `.warc`/`.warc.gz`, `.jsonl`/`.ndjson` (optionally `.gz`), other `.gz` files
+/// (gunzipped, then treated by their inner name). See format-spec/canonical-text.md, "Inputs".
+pub fn read_inputs(
+    paths: Vec<PathBuf>,
+    opts: InputOptions,
+) -> impl Iterator<Item = InputItem> + Send {
+    Inputs {
+        queue: paths.into_iter().map(fs::Pending::TopLevel).collect(),
+        current: None,
+        opts,
+    }
+}
+
+/// A source of several items (a record file being read).
+pub(crate) type Records = Box<dyn Iterator<Item = InputItem> + Send>;
+
+struct Inputs {
+    queue: VecDeque<fs::Pending>,
+    current: Option<Records>,
+    opts: InputOptions,
+}
+
+impl Iterator for Inputs {
+    type Item = InputItem;
+
+    fn next(&mut self) -> Option<InputItem> {
+        loop {
+            if let Some(records) = &mut self.current {
+                if let Some(item) = records.next() {
+                    return Some(item);
+                }
+                self.current = None;
+            }
+            let pending = self.queue.pop_front()?;
+            match fs::open(pending, &self.opts) {
+                fs::Opened::Item(item) => return Some(item),
+                fs::Opened::Records(records) => self.current = Some(records),
+                fs::Opened::Expand(entries) => {
+                    for e in entries.into_iter().rev() {
+                        self.queue.push_front(e);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads one line (through `\n`) into `buf`, keeping at most `max` bytes of it; the rest of an
+/// overlong line is consumed and dropped. Returns the number of bytes consumed (0 at the end).
+pub(crate) fn read_line_bounded(
+    r: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<usize> {
+    buf.clear();
+    let mut consumed = 0;
+    loop {
+        let chunk = match r.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(consumed);
+        }
+        let (take, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        r.consume(take);
+        consumed += take;
+        if done {
+            return Ok(consumed);
+        }
+    }
+}
+
+/// Document format from a media type (`text/html; charset=...`), if it names a document type.
+pub(crate) fn format_of_media_type(content_type: &str) -> Option<DocFormat> {
+    let media = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match media.as_str() {
+        "text/html" | "application/xhtml+xml" => Some(DocFormat::Html),
+        "text/plain" => Some(DocFormat::Text),
+        _ => None,
+    }
+}
+
+/// The `charset` parameter of a Content-Type value.
+pub(crate) fn charset_param(content_type: &str) -> Option<String> {
+    content_type.split(';').skip(1).find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| v.trim().trim_matches(|c| c == '"' || c == '\'').to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests;

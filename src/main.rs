@@ -1,0 +1,508 @@
+//! `ndd-index`: the command-line front end. It parses arguments, calls the library and prints;
+//! all the work is in the `ndd_index` crate.
+//!
+//! Exit codes: 0 success (an ingest may still have rejected single documents: see its
+//! summary); 1 the operation failed and changed nothing; 2 bad usage; 4 another writer holds
+//! the index. A closed stdout (e.g. `| head`) ends the command quietly with 0.
+
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use ndd_index::canonicalize::sniff_format;
+use ndd_index::fingerprint::{Sample, ShingleKind};
+use ndd_index::input::InputOptions;
+use ndd_index::pipeline::{DocReport, IngestOptions, Progress};
+use ndd_index::query::QueryOptions;
+use ndd_index::{cluster, pipeline, CreateOptions, Error, Index, Threshold};
+
+#[derive(Parser)]
+#[command(name = "ndd-index", version, about = "Persistent near-duplicate document index", after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+const EXIT_CODES: &str = "Exit codes: 0 success, 1 failure (nothing changed), 2 usage error, 4 index locked by another writer.";
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Ingest one batch of documents (creating the index if absent).
+    Ingest(IngestArgs),
+    /// Near-duplicates of the given documents (they are not added).
+    Query(QueryArgs),
+    /// Every pair of indexed documents with resemblance >= T: key_a<TAB>key_b<TAB>resemblance.
+    Pairs(PairsArgs),
+    /// Duplicate clusters: cluster_id<TAB>key lines.
+    Clusters(ClustersArgs),
+    /// Documents, batches, segments and bytes of an index.
+    Stats(StatsArgs),
+}
+
+#[derive(Args)]
+struct IndexArg {
+    /// The index directory.
+    #[arg(long, value_name = "DIR")]
+    index: PathBuf,
+    /// Machine-readable JSON output.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct IngestArgs {
+    #[command(flatten)]
+    ix: IndexArg,
+    /// Files, directories (recursive), .warc[.gz], .jsonl[.gz].
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// Batch name (default batch-NNNNNN). Ingesting a batch name again does nothing.
+    #[arg(long)]
+    batch: Option<String>,
+    /// Creation option: shingles of W contiguous words (default 5).
+    #[arg(long, value_name = "W", conflicts_with = "shingle_chars")]
+    shingle_words: Option<u32>,
+    /// Creation option: the N-character shingles started at every word (e.g. 64).
+    #[arg(long, value_name = "N")]
+    shingle_chars: Option<u32>,
+    /// Creation option: all | mod:M | minhash:K | bottomk:K (default all).
+    #[arg(long, value_name = "S")]
+    sample: Option<Sample>,
+    /// Creation option: resemblance threshold of the clusters kept at ingest (default 0.8).
+    #[arg(long, value_name = "T")]
+    cluster_threshold: Option<Threshold>,
+    /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    mem: Option<u64>,
+    /// Write one JSON line per input document to FILE.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Fail the whole batch (publish nothing) on the first bad document.
+    #[arg(long)]
+    strict: bool,
+    /// JSONL field holding the document id.
+    #[arg(long, default_value = "id")]
+    jsonl_id: String,
+    /// JSONL field holding plain text.
+    #[arg(long, default_value = "text")]
+    jsonl_text: String,
+    /// JSONL field holding HTML (preferred over the text field when present).
+    #[arg(long, default_value = "html")]
+    jsonl_html: String,
+    /// No progress bar and no per-document errors on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct QueryArgs {
+    #[command(flatten)]
+    ix: IndexArg,
+    /// Documents to look up.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Minimum resemblance.
+    #[arg(long, default_value = "0.5")]
+    threshold: Threshold,
+    /// At most K hits per document, best first (0 = all).
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+}
+
+#[derive(Args)]
+struct PairsArgs {
+    #[command(flatten)]
+    ix: IndexArg,
+    /// Minimum resemblance.
+    #[arg(long)]
+    threshold: Threshold,
+}
+
+#[derive(Args)]
+struct ClustersArgs {
+    #[command(flatten)]
+    ix: IndexArg,
+    /// Resemblance threshold; default: the clusters kept at ingest (the index's cluster
+    /// threshold). Another value computes the components of `pairs --threshold T`.
+    #[arg(long)]
+    threshold: Option<Threshold>,
+}
+
+#[derive(Args)]
+struct StatsArgs {
+    #[command(flatten)]
+    ix: IndexArg,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Ingest(a) => ingest(a),
+        Cmd::Query(a) => query(a),
+        Cmd::Pairs(a) => pairs(a),
+        Cmd::Clusters(a) => clusters(a),
+        Cmd::Stats(a) => stats(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ndd-index: error: {e}");
+            match e {
+                Error::Locked { .. } => ExitCode::from(4),
+                Error::InvalidArgument(_) | Error::OptionConflict { .. } => ExitCode::from(2),
+                _ => ExitCode::from(1),
+            }
+        }
+    }
+}
+
+fn stdout_err(e: io::Error) -> Error {
+    Error::io("<stdout>", e)
+}
+
+fn ingest(a: IngestArgs) -> Result<(), Error> {
+    let shingle = match (a.shingle_words, a.shingle_chars) {
+        (Some(w), _) => Some(ShingleKind::Words(w)),
+        (None, Some(n)) => Some(ShingleKind::Chars(n)),
+        _ => None,
+    };
+    if let Some(s) = &shingle {
+        s.validate()?;
+    }
+    if let Some(s) = &a.sample {
+        s.validate()?;
+    }
+    let create = CreateOptions {
+        shingle,
+        sample: a.sample,
+        cluster_threshold: a.cluster_threshold,
+    };
+    let mut index = Index::open_writer(&a.ix.index, &create)?;
+    let opts = IngestOptions {
+        batch: a.batch,
+        input: InputOptions {
+            jsonl_id_field: a.jsonl_id,
+            jsonl_text_field: a.jsonl_text,
+            jsonl_html_field: a.jsonl_html,
+            ..InputOptions::default()
+        },
+        strict: a.strict,
+        mem_bytes: a.mem.unwrap_or_else(default_mem),
+    };
+    let mut report_file = match &a.report {
+        Some(p) => Some(BufWriter::new(
+            File::create(p).map_err(|e| Error::io(p, e))?,
+        )),
+        None => None,
+    };
+    let bar = if !a.quiet && io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        b.enable_steady_tick(std::time::Duration::from_millis(120));
+        Some(b)
+    } else {
+        None
+    };
+    let started = std::time::Instant::now();
+    let progress = |p: Progress| {
+        if let Some(b) = &bar {
+            match p {
+                Progress::Read { docs, bytes } => {
+                    let secs = started.elapsed().as_secs_f64().max(1e-3);
+                    b.set_message(format!(
+                        "{docs} docs, {:.1} MB read ({:.0} docs/s, {:.1} MB/s)",
+                        bytes as f64 / 1e6,
+                        docs as f64 / secs,
+                        bytes as f64 / 1e6 / secs
+                    ))
+                }
+                Progress::Stage(s) => b.set_message(s.to_string()),
+            }
+        }
+    };
+    let quiet = a.quiet;
+    let report_path = a.report.clone();
+    let mut on_report = |r: &DocReport| -> Result<(), Error> {
+        if let (Some(err), false) = (&r.error, quiet) {
+            eprintln!("ndd-index: skipped document {}: {err}", r.key);
+        }
+        if let (Some(f), Some(p)) = (report_file.as_mut(), report_path.as_ref()) {
+            let line =
+                serde_json::to_string(r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            writeln!(f, "{line}").map_err(|e| Error::io(p, e))?;
+        }
+        Ok(())
+    };
+    let summary = index.ingest(a.inputs, &opts, &mut on_report, &progress);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let summary = summary?;
+    if let (Some(f), Some(p)) = (report_file.as_mut(), a.report.as_ref()) {
+        f.flush().map_err(|e| Error::io(p, e))?;
+    }
+    let mut out = io::stdout().lock();
+    if a.ix.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&summary).expect("summary serializes")
+        )
+        .map_err(stdout_err)?;
+    } else if summary.already_ingested {
+        writeln!(
+            out,
+            "batch {} was ingested already: nothing to do",
+            summary.batch
+        )
+        .map_err(stdout_err)?;
+    } else {
+        writeln!(
+            out,
+            "batch {}: {} documents read, {} added, {} replaced, {} unchanged, {} rejected\n\
+             {} exact duplicates, {} near-duplicate pairs at the cluster threshold\n\
+             {:.2} s, {:.0} docs/s, {:.1} MB/s; segment {} ({} bytes)",
+            summary.batch,
+            summary.documents_read,
+            summary.added,
+            summary.replaced,
+            summary.unchanged,
+            summary.errors,
+            summary.exact_duplicates,
+            summary.near_duplicate_pairs,
+            summary.seconds,
+            summary.docs_per_second,
+            summary.mb_per_second,
+            summary.segment.as_deref().unwrap_or("-"),
+            summary.segment_bytes
+        )
+        .map_err(stdout_err)?;
+    }
+    Ok(())
+}
+
+fn query(a: QueryArgs) -> Result<(), Error> {
+    let index = Index::open(&a.ix.index)?;
+    let opts = QueryOptions {
+        threshold: a.threshold,
+        top: a.top,
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    let mut failed = None;
+    for f in &a.files {
+        let name = f.display().to_string();
+        let answer = std::fs::read(f)
+            .map_err(|e| Error::io(f, e))
+            .and_then(|bytes| {
+                index.query_document(
+                    &name,
+                    &bytes,
+                    sniff_format(Some(&name), &bytes),
+                    None,
+                    &opts,
+                )
+            });
+        match answer {
+            Ok(ans) if a.ix.json => writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&ans).expect("answers serialize")
+            )
+            .map_err(stdout_err)?,
+            Ok(ans) => {
+                writeln!(
+                    out,
+                    "{}: {} hits (words {}, features {})",
+                    ans.input,
+                    ans.hits.len(),
+                    ans.words,
+                    ans.features
+                )
+                .map_err(stdout_err)?;
+                if let Some(k) = &ans.exact_duplicate {
+                    writeln!(out, "  exact duplicate of {k}").map_err(stdout_err)?;
+                }
+                for h in &ans.hits {
+                    writeln!(
+                        out,
+                        "  {:.6}\tcontainment {:.6}\tcluster {}\t{}",
+                        h.resemblance, h.containment, h.cluster, h.key
+                    )
+                    .map_err(stdout_err)?;
+                }
+            }
+            Err(e) => {
+                eprintln!("ndd-index: {name}: {e}");
+                failed = Some(e);
+            }
+        }
+    }
+    out.flush().map_err(stdout_err)?;
+    match failed {
+        Some(e) if a.files.len() == 1 => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Keys of all documents, by doc id.
+fn key_table(index: &Index) -> Result<Vec<String>, Error> {
+    let mut keys = vec![String::new(); index.view().doc_ids() as usize];
+    for item in index.catalog().iter_docs() {
+        let (d, r) = item?;
+        if let Some(k) = keys.get_mut(d as usize) {
+            *k = r.key;
+        }
+    }
+    Ok(keys)
+}
+
+fn pairs(a: PairsArgs) -> Result<(), Error> {
+    let index = Index::open(&a.ix.index)?;
+    let sample = index.options().sample()?;
+    let view = index.view();
+    let (found, _stats) = pipeline::all_pairs(view, sample, a.threshold, 0..view.doc_ids(), 0)?;
+    let keys = key_table(&index)?;
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    for p in &found {
+        let (ka, kb) = (&keys[p.a as usize], &keys[p.b as usize]);
+        let (ka, kb) = if ka <= kb { (ka, kb) } else { (kb, ka) };
+        if a.ix.json {
+            let v = serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.m.resemblance});
+            writeln!(out, "{v}").map_err(stdout_err)?;
+        } else {
+            writeln!(out, "{ka}\t{kb}\t{:.6}", p.m.resemblance).map_err(stdout_err)?;
+        }
+    }
+    out.flush().map_err(stdout_err)
+}
+
+fn clusters(a: ClustersArgs) -> Result<(), Error> {
+    let index = Index::open(&a.ix.index)?;
+    let view = index.view();
+    let stored = index.options().cluster_threshold()?;
+    let groups: Vec<Vec<u32>> = match a.threshold {
+        Some(t) if t != stored => {
+            let sample = index.options().sample()?;
+            let (found, _) = pipeline::all_pairs(view, sample, t, 0..view.doc_ids(), 0)?;
+            cluster::components(found.iter().map(|p| (p.a, p.b)))
+        }
+        _ => {
+            let mut g = Vec::new();
+            for item in index.catalog().iter_members() {
+                let (_, m) = item?;
+                let live: Vec<u32> = m.iter().filter(|d| view.is_live(*d)).collect();
+                if live.len() > 1 {
+                    g.push(live);
+                }
+            }
+            g
+        }
+    };
+    let keys = key_table(&index)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    for g in &groups {
+        let id = g[0];
+        if a.ix.json {
+            let members: Vec<&str> = g.iter().map(|d| keys[*d as usize].as_str()).collect();
+            let v = serde_json::json!({"cluster": id, "representative": keys[id as usize], "size": g.len(), "members": members});
+            writeln!(out, "{v}").map_err(stdout_err)?;
+        } else {
+            for d in g {
+                writeln!(out, "{id}\t{}", keys[*d as usize]).map_err(stdout_err)?;
+            }
+        }
+    }
+    out.flush().map_err(stdout_err)
+}
+
+fn stats(a: StatsArgs) -> Result<(), Error> {
+    let index = Index::open(&a.ix.index)?;
+    let s = index.stats()?;
+    let mut out = io::stdout().lock();
+    if a.ix.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&s).expect("stats serialize")
+        )
+        .map_err(stdout_err)?;
+        return Ok(());
+    }
+    let o = &s.options;
+    writeln!(
+        out,
+        "index {}\n  documents {} (deleted {}), batches {}, clusters {} ({} docs)\n  \
+         options: shingle {}, sample {}, cluster threshold {}\n  \
+         bytes: postings {}, forward {}, segments {}, catalog {}, total {} ({:.0} per document)",
+        a.ix.index.display(),
+        s.documents,
+        s.deleted,
+        s.batches,
+        s.clusters,
+        s.docs_in_clusters,
+        o.shingle,
+        o.sample,
+        o.cluster_threshold,
+        s.bytes.postings,
+        s.bytes.forward,
+        s.bytes.segments_total,
+        s.bytes.catalog,
+        s.bytes.total,
+        s.bytes_per_document
+    )
+    .map_err(stdout_err)?;
+    for seg in &s.segments {
+        writeln!(
+            out,
+            "  segment {}: docs {}..{}, {} keys, {} postings, {} bytes",
+            seg.file, seg.doc_lo, seg.doc_hi, seg.keys, seg.postings, seg.bytes
+        )
+        .map_err(stdout_err)?;
+    }
+    Ok(())
+}
+
+/// Parses sizes like `512MiB`, `2G`, `100m`, `65536`.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid size {s:?} (e.g. 512MiB, 2GiB)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("invalid size unit in {s:?} (use KiB, MiB, GiB)")),
+    };
+    let v = (n * mult as f64) as u64;
+    if v < (1 << 20) {
+        return Err(format!("size {s:?} is below the 1 MiB minimum"));
+    }
+    Ok(v)
+}
+
+/// A quarter of physical memory (from /proc/meminfo), at least 64 MiB; 1 GiB if unknown.
+fn default_mem() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    });
+    total.map(|t| (t / 4).max(64 << 20)).unwrap_or(1 << 30)
+}

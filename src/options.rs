@@ -1,0 +1,125 @@
+//! Index creation options: chosen once, stored in the catalog, checked on every later use.
+//!
+//! The defaults come from measurements on the shared llvm corpus (README.md, "Defaults").
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::fingerprint::{FingerprintOptions, Sample, ShingleKind};
+use crate::threshold::Threshold;
+
+/// Version of the options record (format-spec/rocksdb.md, `meta/options`).
+pub const OPTIONS_VERSION: u32 = 1;
+
+/// Default shingle: 5 contiguous words (the shared corpus's truth uses the same).
+pub const DEFAULT_SHINGLE: &str = "words:5";
+/// Default sampling: every shingle (exact resemblance; see README.md for the measurements).
+pub const DEFAULT_SAMPLE: &str = "all";
+/// Default threshold for clusters maintained at ingest and for near-duplicate reports.
+pub const DEFAULT_CLUSTER_THRESHOLD: &str = "0.8";
+
+/// Options fixed at index creation. Stored as JSON with strings for the enum-like values so the
+/// record stays readable (`"shingle": "words:5"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexOptions {
+    pub version: u32,
+    pub shingle: String,
+    pub sample: String,
+    pub cluster_threshold: String,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            version: OPTIONS_VERSION,
+            shingle: DEFAULT_SHINGLE.into(),
+            sample: DEFAULT_SAMPLE.into(),
+            cluster_threshold: DEFAULT_CLUSTER_THRESHOLD.into(),
+        }
+    }
+}
+
+/// Creation options as given by a caller: `None` means "the stored value, or the default".
+#[derive(Clone, Debug, Default)]
+pub struct CreateOptions {
+    pub shingle: Option<ShingleKind>,
+    pub sample: Option<Sample>,
+    pub cluster_threshold: Option<Threshold>,
+}
+
+impl IndexOptions {
+    /// Options for a new index: the defaults overridden by what the caller gave.
+    pub fn from_create(c: &CreateOptions) -> Self {
+        let mut o = IndexOptions::default();
+        if let Some(s) = c.shingle {
+            o.shingle = s.to_string();
+        }
+        if let Some(s) = c.sample {
+            o.sample = s.to_string();
+        }
+        if let Some(t) = c.cluster_threshold {
+            o.cluster_threshold = t.to_string();
+        }
+        o
+    }
+
+    /// Checks that options given for an existing index agree with the stored ones.
+    pub fn check_compatible(&self, c: &CreateOptions, index: &std::path::Path) -> Result<()> {
+        let conflict =
+            |option: &'static str, stored: String, given: String| Error::OptionConflict {
+                path: index.to_owned(),
+                option,
+                stored,
+                given,
+            };
+        if let Some(s) = c.shingle {
+            if s != self.shingle()? {
+                return Err(conflict("--shingle", self.shingle.clone(), s.to_string()));
+            }
+        }
+        if let Some(s) = c.sample {
+            if s != self.sample()? {
+                return Err(conflict("--sample", self.sample.clone(), s.to_string()));
+            }
+        }
+        if let Some(t) = c.cluster_threshold {
+            if t != self.cluster_threshold()? {
+                return Err(conflict(
+                    "--cluster-threshold",
+                    self.cluster_threshold.clone(),
+                    t.to_string(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn shingle(&self) -> Result<ShingleKind> {
+        self.shingle.parse().map_err(|e| corrupt("shingle", e))
+    }
+
+    pub fn sample(&self) -> Result<Sample> {
+        self.sample.parse().map_err(|e| corrupt("sample", e))
+    }
+
+    pub fn cluster_threshold(&self) -> Result<Threshold> {
+        self.cluster_threshold
+            .parse()
+            .map_err(|e| corrupt("cluster_threshold", e))
+    }
+
+    /// The fingerprinting options these index options imply.
+    pub fn fingerprint(&self) -> Result<FingerprintOptions> {
+        Ok(FingerprintOptions {
+            shingle: self.shingle()?,
+            sample: self.sample()?,
+        })
+    }
+}
+
+fn corrupt(field: &str, e: impl std::fmt::Display) -> Error {
+    Error::CorruptEntry {
+        what: format!("meta/options.{field}"),
+        reason: e.to_string(),
+    }
+}

@@ -1,0 +1,571 @@
+//! Batch ingest: read -> canonicalize and fingerprint (both cores) -> forward lists and sorted
+//! postings streamed into one new segment -> match the new documents against the whole index
+//! -> fold new edges into the clusters -> publish segment, documents, clusters and batch record
+//! in one synced RocksDB write.
+//!
+//! Until that write nothing is visible: a crash before it leaves an unpublished segment file
+//! that the next writer removes, so a batch is all there or not at all. A key already indexed
+//! with the same canonical text is skipped ("unchanged"), so re-running an ingest is safe.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::mpsc::sync_channel;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::canonicalize::canonicalize;
+use crate::cluster;
+use crate::error::{Error, Result};
+use crate::fingerprint::{fingerprint, Fingerprint, FingerprintOptions};
+use crate::index::Index;
+use crate::input::{read_inputs, InputItem, InputOptions};
+use crate::pipeline::pairs::all_pairs;
+use crate::segment::{self, SegmentWriter};
+use crate::sort::{ExternalSorter, KeyDoc, SortOptions};
+use crate::store::{DocRecord, Manifest, SegmentEntry, META_MANIFEST};
+use crate::view::{FREQUENT_DF, FREQUENT_TABLE};
+
+/// Options of one ingest run.
+#[derive(Clone, Debug)]
+pub struct IngestOptions {
+    /// Batch name; default `batch-NNNNNN`.
+    pub batch: Option<String>,
+    pub input: InputOptions,
+    /// Fail the whole batch (publish nothing) on the first bad document.
+    pub strict: bool,
+    /// Memory budget of the external sort, in bytes.
+    pub mem_bytes: u64,
+}
+
+impl Default for IngestOptions {
+    fn default() -> Self {
+        IngestOptions {
+            batch: None,
+            input: InputOptions::default(),
+            strict: false,
+            mem_bytes: 1 << 30,
+        }
+    }
+}
+
+/// What happened to one input document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DocStatus {
+    /// Added as a new document.
+    New,
+    /// Added, replacing an older version of the same key (the old one is deleted).
+    Replaced,
+    /// The key is indexed already with the same canonical text: skipped.
+    Unchanged,
+    /// Rejected (see `error`).
+    Error,
+}
+
+/// The best near-duplicate of a new document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NearDup {
+    pub key: String,
+    pub doc: u32,
+    pub resemblance: f64,
+}
+
+/// One line of the ingest report (`--report FILE`, JSON lines).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocReport {
+    pub key: String,
+    pub status: DocStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doc: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// Key of an older document with the same canonical text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact_duplicate_of: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub near_duplicate: Option<NearDup>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<u32>,
+}
+
+/// Summary of an ingest run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct IngestSummary {
+    pub batch: String,
+    pub batch_id: u32,
+    /// The batch existed already: nothing was done.
+    pub already_ingested: bool,
+    pub documents_read: u64,
+    pub added: u64,
+    pub replaced: u64,
+    pub unchanged: u64,
+    pub errors: u64,
+    pub input_bytes: u64,
+    pub features: u64,
+    pub segment: Option<String>,
+    pub segment_bytes: u64,
+    /// Pairs at or above the cluster threshold involving a new document.
+    pub near_duplicate_pairs: u64,
+    pub exact_duplicates: u64,
+    pub seconds: f64,
+    pub docs_per_second: f64,
+    pub mb_per_second: f64,
+}
+
+/// Progress of a running ingest, for progress bars.
+#[derive(Clone, Copy, Debug)]
+pub enum Progress {
+    Read { docs: u64, bytes: u64 },
+    Stage(&'static str),
+}
+
+/// The record of a batch kept in the catalog (`batches/id/N`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BatchRecord {
+    pub name: String,
+    pub created_unix: u64,
+    pub doc_lo: u32,
+    pub doc_hi: u32,
+    pub added: u64,
+    pub replaced: u64,
+    pub unchanged: u64,
+    pub errors: u64,
+    pub segment: Option<String>,
+}
+
+/// A document after the parallel stage.
+enum Prepared {
+    Doc {
+        key: String,
+        origin: String,
+        bytes: u64,
+        fp: Fingerprint,
+    },
+    Bad {
+        key: String,
+        origin: String,
+        reason: String,
+    },
+}
+
+fn prepare(item: InputItem, fp_opts: &FingerprintOptions) -> Prepared {
+    match item {
+        InputItem::Bad {
+            key,
+            origin,
+            reason,
+        } => Prepared::Bad {
+            key,
+            origin,
+            reason,
+        },
+        InputItem::Doc(raw) => match canonicalize(&raw.bytes, raw.format, raw.charset.as_deref()) {
+            Ok(canon) => Prepared::Doc {
+                key: raw.key,
+                origin: raw.origin,
+                bytes: raw.bytes.len() as u64,
+                fp: fingerprint(&canon.text, fp_opts),
+            },
+            Err(why) => Prepared::Bad {
+                key: raw.key,
+                origin: raw.origin,
+                reason: why.to_string(),
+            },
+        },
+    }
+}
+
+/// Documents read per parallel chunk; bounded in bytes too, so memory stays small.
+const CHUNK_DOCS: usize = 256;
+const CHUNK_BYTES: u64 = 32 << 20;
+
+impl Index {
+    /// Ingests one batch from `inputs`. `report` receives one line per input document after
+    /// the batch is published; `progress` is called while it runs.
+    pub fn ingest(
+        &mut self,
+        inputs: Vec<PathBuf>,
+        opts: &IngestOptions,
+        report: &mut dyn FnMut(&DocReport) -> Result<()>,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<IngestSummary> {
+        self.require_writer()?;
+        let started = Instant::now();
+        let catalog = &self.catalog;
+        let existing_batches = catalog.batches::<BatchRecord>()?;
+        let batch_id = existing_batches.last().map(|(id, _)| id + 1).unwrap_or(1);
+        let name = opts
+            .batch
+            .clone()
+            .unwrap_or_else(|| format!("batch-{batch_id:06}"));
+        if let Some(id) = catalog.batch_by_name(&name)? {
+            return Ok(IngestSummary {
+                batch: name,
+                batch_id: id,
+                already_ingested: true,
+                ..Default::default()
+            });
+        }
+        let fp_opts = self.options().fingerprint()?;
+        let manifest = catalog.manifest()?;
+        let doc_lo = catalog.next_doc()?;
+        let seg_id = manifest.next_segment_id();
+        let seg_file = Manifest::file_name(seg_id);
+        let seg_dir = self.dir().join(crate::index::SEGMENTS_DIR);
+        let mut writer = SegmentWriter::create(&seg_dir, &seg_file)?;
+        writer.begin_table(segment::FORWARD)?;
+        let mut sorter = ExternalSorter::<KeyDoc>::new(SortOptions {
+            mem_bytes: opts.mem_bytes,
+            tmp_dir: self.tmp_dir(),
+            ..SortOptions::default()
+        })?;
+
+        // Read on a thread of its own; canonicalize and fingerprint chunks on all cores.
+        let (tx, rx) = sync_channel::<Vec<InputItem>>(2);
+        let input_opts = opts.input.clone();
+        let reader = std::thread::spawn(move || {
+            let mut chunk = Vec::with_capacity(CHUNK_DOCS);
+            let mut bytes = 0u64;
+            for item in read_inputs(inputs, input_opts) {
+                if let InputItem::Doc(d) = &item {
+                    bytes += d.bytes.len() as u64;
+                }
+                chunk.push(item);
+                if chunk.len() >= CHUNK_DOCS || bytes >= CHUNK_BYTES {
+                    if tx.send(std::mem::take(&mut chunk)).is_err() {
+                        return;
+                    }
+                    bytes = 0;
+                }
+            }
+            if !chunk.is_empty() {
+                let _ = tx.send(chunk);
+            }
+        });
+
+        let mut s = IngestSummary {
+            batch: name.clone(),
+            batch_id,
+            ..Default::default()
+        };
+        let mut next_doc = doc_lo;
+        // Reports wait for the publish (cluster ids); `exact` holds doc ids until then.
+        let mut reports: Vec<DocReport> = Vec::new();
+        let mut exact_of: HashMap<u32, u32> = HashMap::new();
+        let mut new_docs: Vec<DocRecord> = Vec::new();
+        let mut batch_keys: HashSet<String> = HashSet::new();
+        let mut batch_digests: HashMap<[u8; 16], u32> = HashMap::new();
+        let mut replaced_docs: Vec<(u32, DocRecord)> = Vec::new();
+        let tombstones = self.view.tombstones.clone();
+        let mut failure: Option<Error> = None;
+
+        for chunk in rx {
+            if failure.is_some() {
+                continue; // drain the reader so it can finish
+            }
+            let prepared: Vec<Prepared> = chunk
+                .into_par_iter()
+                .map(|item| prepare(item, &fp_opts))
+                .collect();
+            for p in prepared {
+                s.documents_read += 1;
+                let (key, origin, bytes, fp) = match p {
+                    Prepared::Bad {
+                        key,
+                        origin,
+                        reason,
+                    } => {
+                        s.errors += 1;
+                        if opts.strict {
+                            failure = Some(Error::Document {
+                                key,
+                                reason: format!("{reason} ({origin})"),
+                            });
+                            break;
+                        }
+                        reports.push(bad_report(key, origin, reason));
+                        continue;
+                    }
+                    Prepared::Doc {
+                        key,
+                        origin,
+                        bytes,
+                        fp,
+                    } => (key, origin, bytes, fp),
+                };
+                s.input_bytes += bytes;
+                if !batch_keys.insert(key.clone()) {
+                    s.errors += 1;
+                    let reason = "duplicate key within the batch (the first occurrence was kept)"
+                        .to_string();
+                    if opts.strict {
+                        failure = Some(Error::Document { key, reason });
+                        break;
+                    }
+                    reports.push(bad_report(key, origin, reason));
+                    continue;
+                }
+                let mut status = DocStatus::New;
+                if let Some(old) = catalog.doc_by_key(&key)? {
+                    if let Some(rec) = catalog.doc(old)? {
+                        if rec.digest == fp.digest && !tombstones.contains(old) {
+                            s.unchanged += 1;
+                            reports.push(DocReport {
+                                key,
+                                status: DocStatus::Unchanged,
+                                doc: Some(old),
+                                error: None,
+                                origin: None,
+                                exact_duplicate_of: None,
+                                near_duplicate: None,
+                                cluster: None,
+                            });
+                            continue;
+                        }
+                        status = DocStatus::Replaced;
+                        s.replaced += 1;
+                        replaced_docs.push((old, rec));
+                    }
+                }
+                let doc = next_doc;
+                next_doc = next_doc
+                    .checked_add(1)
+                    .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
+                let mut fwd = Vec::with_capacity(fp.features.len() * 8);
+                segment::encode_u64s(&fp.features, &mut fwd);
+                writer.add(doc as u64, &fwd)?;
+                for &f in &fp.features {
+                    sorter.push(KeyDoc { key: f, doc })?;
+                }
+                s.features += fp.features.len() as u64;
+                let exact = match batch_digests.get(&fp.digest) {
+                    Some(&d) => Some(d),
+                    None => {
+                        batch_digests.insert(fp.digest, doc);
+                        catalog
+                            .doc_by_digest(&fp.digest)?
+                            .filter(|d| !tombstones.contains(*d))
+                    }
+                };
+                if let Some(e) = exact {
+                    s.exact_duplicates += 1;
+                    exact_of.insert(doc, e);
+                }
+                reports.push(DocReport {
+                    key: key.clone(),
+                    status,
+                    doc: Some(doc),
+                    error: None,
+                    origin: None,
+                    exact_duplicate_of: None, // filled from `exact_of` after the publish
+                    near_duplicate: None,
+                    cluster: None,
+                });
+                new_docs.push(DocRecord {
+                    key,
+                    batch: batch_id,
+                    words: fp.words,
+                    shingles: fp.shingles,
+                    features: fp.features.len() as u32,
+                    simhash: fp.simhash,
+                    digest: fp.digest,
+                    bytes,
+                });
+            }
+            progress(Progress::Read {
+                docs: s.documents_read,
+                bytes: s.input_bytes,
+            });
+        }
+        let _ = reader.join();
+        if let Some(e) = failure {
+            return Err(e); // the unfinished segment is dropped: only a .tmp remains, removed on open
+        }
+        let doc_hi = next_doc;
+        writer.end_table()?;
+
+        // Postings from the sorted (key, doc) stream, straight into the segment.
+        progress(Progress::Stage("sorting postings"));
+        let mut frequent: Vec<(u64, u32)> = Vec::new();
+        let mut keys = 0u64;
+        writer.begin_table(segment::POSTINGS)?;
+        {
+            let mut ids: Vec<u32> = Vec::new();
+            let mut cur: Option<u64> = None;
+            let mut buf = Vec::new();
+            let mut flush =
+                |key: u64, ids: &mut Vec<u32>, writer: &mut SegmentWriter| -> Result<()> {
+                    buf.clear();
+                    segment::encode_postings(ids, &mut buf);
+                    writer.add(key, &buf)?;
+                    if ids.len() as u32 > FREQUENT_DF {
+                        frequent.push((key, ids.len() as u32));
+                    }
+                    keys += 1;
+                    ids.clear();
+                    Ok(())
+                };
+            for rec in sorter.finish()? {
+                let rec = rec?;
+                if cur != Some(rec.key) {
+                    if let Some(k) = cur {
+                        flush(k, &mut ids, &mut writer)?;
+                    }
+                    cur = Some(rec.key);
+                }
+                ids.push(rec.doc);
+            }
+            if let Some(k) = cur {
+                flush(k, &mut ids, &mut writer)?;
+            }
+        }
+        writer.end_table()?;
+        writer.begin_table(FREQUENT_TABLE)?;
+        for (k, df) in &frequent {
+            writer.add(*k, &df.to_le_bytes())?;
+        }
+        writer.end_table()?;
+        let seg_meta = writer.finish()?;
+        s.segment_bytes = seg_meta.bytes;
+
+        // Match the new documents against everything, the new segment included.
+        progress(Progress::Stage("matching"));
+        let added = doc_hi - doc_lo;
+        let entry = SegmentEntry {
+            id: seg_id,
+            file: seg_file.clone(),
+            doc_lo,
+            doc_hi,
+            bytes: seg_meta.bytes,
+            keys,
+            postings: s.features,
+        };
+        let mut extra_tombs = roaring::RoaringBitmap::new();
+        for (old, _) in &replaced_docs {
+            extra_tombs.insert(*old);
+        }
+        let sizes: Vec<u32> = new_docs.iter().map(|r| r.features).collect();
+        let view = self.view.with_new_segment(
+            &self.segment_path(&seg_file),
+            entry.clone(),
+            &sizes,
+            &extra_tombs,
+        )?;
+        let threshold = self.options().cluster_threshold()?;
+        let (pairs, _stats) = all_pairs(&view, fp_opts.sample, threshold, doc_lo..doc_hi, doc_lo)?;
+        s.near_duplicate_pairs = pairs.len() as u64;
+
+        // Stage the publish.
+        progress(Progress::Stage("publishing"));
+        let mut wb = catalog.batch_writer();
+        let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
+        let clusters = cluster::apply_edges(catalog, &mut wb, &edges, doc_lo)?;
+        let mut best: HashMap<u32, (u32, f64)> = HashMap::new();
+        for p in &pairs {
+            for (x, y) in [(p.a, p.b), (p.b, p.a)] {
+                if x >= doc_lo {
+                    let e = best.entry(x).or_insert((y, -1.0));
+                    if p.m.resemblance > e.1 || (p.m.resemblance == e.1 && y < e.0) {
+                        *e = (y, p.m.resemblance);
+                    }
+                }
+            }
+        }
+        for (i, rec) in new_docs.iter().enumerate() {
+            let doc = doc_lo + i as u32;
+            wb.put_doc(doc, rec);
+            wb.put_key(&rec.key, doc);
+            if batch_digests.get(&rec.digest) == Some(&doc)
+                && catalog.doc_by_digest(&rec.digest)?.is_none()
+            {
+                wb.put_digest(&rec.digest, doc);
+            }
+        }
+        for (old, rec) in &replaced_docs {
+            wb.put_tombstone(*old);
+            if catalog.doc_by_digest(&rec.digest)? == Some(*old) {
+                wb.delete_digest(&rec.digest);
+            }
+        }
+        let mut manifest = manifest;
+        if added > 0 {
+            manifest.segments.push(entry);
+            s.segment = Some(seg_file.clone());
+        }
+        manifest.generation += 1;
+        wb.put_meta_json(META_MANIFEST, &manifest);
+        wb.put_next_doc(doc_hi);
+        s.added = added as u64 - s.replaced;
+        let record = BatchRecord {
+            name: name.clone(),
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            doc_lo,
+            doc_hi,
+            added: s.added,
+            replaced: s.replaced,
+            unchanged: s.unchanged,
+            errors: s.errors,
+            segment: s.segment.clone(),
+        };
+        wb.put_batch(batch_id, &name, &record);
+        if added == 0 {
+            drop(view);
+            let _ = std::fs::remove_file(self.segment_path(&seg_file));
+        }
+        catalog.commit(wb)?;
+        self.reload_view()?;
+
+        // Reports, now that cluster ids and keys are final.
+        let key_of = |d: u32| -> Result<String> {
+            if d >= doc_lo {
+                Ok(new_docs[(d - doc_lo) as usize].key.clone())
+            } else {
+                Ok(self.catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
+            }
+        };
+        for mut r in reports {
+            if let (Some(doc), true) = (
+                r.doc,
+                r.status == DocStatus::New || r.status == DocStatus::Replaced,
+            ) {
+                if let Some(&e) = exact_of.get(&doc) {
+                    r.exact_duplicate_of = Some(key_of(e)?);
+                }
+                if let Some(&(y, res)) = best.get(&doc) {
+                    r.near_duplicate = Some(NearDup {
+                        key: key_of(y)?,
+                        doc: y,
+                        resemblance: res,
+                    });
+                }
+                r.cluster = Some(clusters.get(&doc).copied().unwrap_or(doc));
+            }
+            report(&r)?;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        s.seconds = secs;
+        s.docs_per_second = s.documents_read as f64 / secs.max(1e-9);
+        s.mb_per_second = s.input_bytes as f64 / 1e6 / secs.max(1e-9);
+        Ok(s)
+    }
+}
+
+fn bad_report(key: String, origin: String, reason: String) -> DocReport {
+    DocReport {
+        key,
+        status: DocStatus::Error,
+        doc: None,
+        error: Some(reason),
+        origin: Some(origin),
+        exact_duplicate_of: None,
+        near_duplicate: None,
+        cluster: None,
+    }
+}

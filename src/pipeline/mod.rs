@@ -1,0 +1,8 @@
+//! Bulk operations over the index: batch ingest (documents -> sorted postings -> a new
+//! segment -> new-vs-old matching -> clusters -> one atomic publish) and all-pairs.
+
+pub mod ingest;
+pub mod pairs;
+
+pub use ingest::{DocReport, DocStatus, IngestOptions, IngestSummary, NearDup, Progress};
+pub use pairs::{all_pairs, PairsStats};

@@ -1,0 +1,164 @@
+//! The near-duplicate search shared by `query`, `pairs` and ingest: a prefix filter over the
+//! posting lists, then exact verification against the forward lists.
+//!
+//! Why it is exact: if `sim(A, B) >= t` then `|A ∩ B| >= m = sample.min_overlap(t, |A|)`, so
+//! `B` contains at least one of ANY `|A| - m + 1` features of `A`. Probing the postings of that
+//! many features of `A` therefore finds every similar `B`; which features we pick only changes
+//! the cost, so we pick the rarest (frequent keys, by document frequency, last). Each candidate
+//! is then compared exactly, so nothing dissimilar is reported.
+
+use crate::error::Result;
+use crate::fingerprint::Sample;
+use crate::threshold::Threshold;
+use crate::view::View;
+
+/// One verified near-duplicate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Match {
+    pub doc: u32,
+    /// Shared features.
+    pub inter: u64,
+    /// Estimated (with sampling) or exact (with `--sample all`) resemblance.
+    pub resemblance: f64,
+    /// Shared features over the probing document's features.
+    pub containment: f64,
+}
+
+/// Per-thread buffers, reused across searches so the hot loop does not allocate.
+pub struct Scratch {
+    seen: Vec<u64>,
+    touched: Vec<u32>,
+    order: Vec<(u32, u64)>,
+    other: Vec<u64>,
+    /// Posting entries visited by the last searches (a cost measure for stats and benches).
+    pub postings_visited: u64,
+    /// Candidates verified by the last searches.
+    pub candidates: u64,
+}
+
+impl Scratch {
+    /// Takes the work counters out of `s` (resetting them) as a buffer-less `Scratch`.
+    pub fn counters_only(s: &mut Scratch) -> Scratch {
+        let out = Scratch {
+            seen: Vec::new(),
+            touched: Vec::new(),
+            order: Vec::new(),
+            other: Vec::new(),
+            postings_visited: s.postings_visited,
+            candidates: s.candidates,
+        };
+        s.postings_visited = 0;
+        s.candidates = 0;
+        out
+    }
+
+    pub fn new(doc_ids: u32) -> Self {
+        Scratch {
+            seen: vec![0u64; (doc_ids as usize).div_ceil(64)],
+            touched: Vec::new(),
+            order: Vec::new(),
+            other: Vec::new(),
+            postings_visited: 0,
+            candidates: 0,
+        }
+    }
+}
+
+/// Searches one view for documents similar to a feature set.
+pub struct Matcher<'v> {
+    pub view: &'v View,
+    pub sample: Sample,
+    pub threshold: Threshold,
+}
+
+impl<'v> Matcher<'v> {
+    pub fn new(view: &'v View, sample: Sample, threshold: Threshold) -> Self {
+        Matcher {
+            view,
+            sample,
+            threshold,
+        }
+    }
+
+    /// Appends to `out` every live document `d` with `accept(d)` whose similarity to the sorted
+    /// feature set `x` reaches the threshold.
+    pub fn search(
+        &self,
+        x: &[u64],
+        accept: impl Fn(u32) -> bool,
+        scratch: &mut Scratch,
+        out: &mut Vec<Match>,
+    ) -> Result<()> {
+        let n = x.len();
+        if n == 0 {
+            return Ok(());
+        }
+        // A zero threshold would make every document similar to every other; callers reject it.
+        let need = self.sample.min_overlap(self.threshold, n).max(1);
+        if need > n {
+            return Ok(()); // nothing can share enough (e.g. minhash with fewer values than K)
+        }
+        let probes = n - need + 1;
+
+        // Pick the `probes` rarest features.
+        scratch.order.clear();
+        if self.view.frequent.is_empty() || probes == n {
+            scratch.order.extend(x.iter().take(probes).map(|&k| (0, k)));
+        } else {
+            scratch
+                .order
+                .extend(x.iter().map(|&k| (self.view.probe_weight(k), k)));
+            scratch.order.select_nth_unstable(probes - 1);
+            scratch.order.truncate(probes);
+        }
+
+        // Union of their posting lists, deduplicated with a bitset.
+        let Scratch {
+            seen,
+            touched,
+            order,
+            ..
+        } = scratch;
+        if seen.len() * 64 < self.view.doc_ids() as usize {
+            seen.resize((self.view.doc_ids() as usize).div_ceil(64), 0);
+        }
+        touched.clear();
+        let mut visited = 0u64;
+        for &(_, key) in order.iter() {
+            self.view.for_each_posting(key, |d| {
+                visited += 1;
+                let (w, b) = ((d >> 6) as usize, 1u64 << (d & 63));
+                if seen[w] & b == 0 && accept(d) {
+                    seen[w] |= b;
+                    touched.push(d);
+                }
+            })?;
+        }
+        scratch.postings_visited += visited;
+
+        // Verify each candidate exactly.
+        let (lo, hi) = self.sample.size_bounds(self.threshold, n);
+        for i in 0..scratch.touched.len() {
+            let d = scratch.touched[i];
+            scratch.seen[(d >> 6) as usize] &= !(1u64 << (d & 63));
+            let m = self.view.size(d) as usize;
+            if m < lo || m > hi {
+                continue;
+            }
+            scratch.candidates += 1;
+            if !self.view.features_into(d, &mut scratch.other)? {
+                continue;
+            }
+            if let Some(ov) = self.sample.verify(x, &scratch.other, self.threshold) {
+                out.push(Match {
+                    doc: d,
+                    inter: ov.inter,
+                    resemblance: ov.resemblance,
+                    containment: ov.containment,
+                });
+            }
+        }
+        scratch.touched.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,108 @@
+//! Single-document queries: near-duplicates of a document that is not added to the index.
+
+mod matcher;
+
+pub use matcher::{Match, Matcher, Scratch};
+
+use serde::Serialize;
+
+use crate::canonicalize::{canonicalize, DocFormat};
+use crate::error::Result;
+use crate::fingerprint::fingerprint;
+use crate::index::Index;
+use crate::threshold::Threshold;
+
+/// Options of a query.
+#[derive(Clone, Copy, Debug)]
+pub struct QueryOptions {
+    /// Minimum resemblance of a reported document.
+    pub threshold: Threshold,
+    /// At most this many hits, best first (0 = all).
+    pub top: usize,
+}
+
+/// One near-duplicate found for a query document.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryHit {
+    pub key: String,
+    pub doc: u32,
+    pub resemblance: f64,
+    /// |Q ∩ D| / |Q|: how much of the query document the indexed one contains.
+    pub containment: f64,
+    pub shared: u64,
+    pub cluster: u32,
+}
+
+/// The answer for one query document.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryAnswer {
+    pub input: String,
+    pub words: u32,
+    pub features: u32,
+    /// Indexed document with exactly the same canonical text, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact_duplicate: Option<String>,
+    pub hits: Vec<QueryHit>,
+}
+
+impl Index {
+    /// Finds the indexed near-duplicates of one document given as bytes.
+    pub fn query_document(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        format: DocFormat,
+        charset: Option<&str>,
+        opts: &QueryOptions,
+    ) -> Result<QueryAnswer> {
+        if opts.threshold.as_f64() <= 0.0 {
+            return Err(crate::error::Error::InvalidArgument(
+                "query needs a threshold above 0".into(),
+            ));
+        }
+        let canon =
+            canonicalize(bytes, format, charset).map_err(|why| crate::error::Error::Document {
+                key: name.to_owned(),
+                reason: why.to_string(),
+            })?;
+        let fp_opts = self.options().fingerprint()?;
+        let fp = fingerprint(&canon.text, &fp_opts);
+        let view = self.view();
+        let matcher = Matcher::new(view, fp_opts.sample, opts.threshold);
+        let mut scratch = Scratch::new(view.doc_ids());
+        let mut found = Vec::new();
+        matcher.search(&fp.features, |_| true, &mut scratch, &mut found)?;
+        found.sort_by(|a, b| {
+            b.resemblance
+                .total_cmp(&a.resemblance)
+                .then(a.doc.cmp(&b.doc))
+        });
+        if opts.top > 0 {
+            found.truncate(opts.top);
+        }
+        let ids: Vec<u32> = found.iter().map(|m| m.doc).collect();
+        let recs = self.catalog.docs(&ids)?;
+        let mut hits = Vec::with_capacity(found.len());
+        for (m, rec) in found.iter().zip(recs) {
+            hits.push(QueryHit {
+                key: rec.map(|r| r.key).unwrap_or_default(),
+                doc: m.doc,
+                resemblance: m.resemblance,
+                containment: m.containment,
+                shared: m.inter,
+                cluster: self.catalog.cluster_of(m.doc)?,
+            });
+        }
+        let exact_duplicate = match self.catalog.doc_by_digest(&fp.digest)? {
+            Some(d) if view.is_live(d) => self.catalog.doc(d)?.map(|r| r.key),
+            _ => None,
+        };
+        Ok(QueryAnswer {
+            input: name.to_owned(),
+            words: fp.words,
+            features: fp.features.len() as u32,
+            exact_duplicate,
+            hits,
+        })
+    }
+}

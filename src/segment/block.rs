@@ -1,0 +1,377 @@
+//! Data blocks: `[n: u32][keys: n x u64][value ends: n x u32][values]`.
+//!
+//! Keys and value ends come first and have fixed widths, so a reader binary-searches the keys of
+//! a block in place and slices out one value without decoding the others. `BlockBuilder`
+//! accumulates one block on the write path (the writer's only per-entry buffer); `BlockView` is
+//! the zero-copy read side.
+
+use std::io::{self, Write};
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+/// Bytes of the block's entry count.
+pub const BLOCK_HEADER_LEN: usize = 4;
+/// Fixed bytes per entry in a block: an 8-byte key and a 4-byte value end.
+pub const ENTRY_OVERHEAD: usize = 8 + 4;
+
+/// Encoded size of a block with `n` entries and `values_len` value bytes.
+pub const fn block_len(n: usize, values_len: usize) -> usize {
+    BLOCK_HEADER_LEN + n * ENTRY_OVERHEAD + values_len
+}
+
+/// One block being filled by the writer. Keys and ends are kept already encoded so the block is
+/// written with three `write_all`s and no copy.
+#[derive(Default)]
+pub struct BlockBuilder {
+    n: usize,
+    first_key: u64,
+    last_key: u64,
+    keys: Vec<u8>,
+    ends: Vec<u8>,
+    values: Vec<u8>,
+}
+
+/// What the writer records in the block index for a written block.
+pub struct WrittenBlock {
+    pub first_key: u64,
+    pub last_key: u64,
+    pub len: u32,
+    pub crc: u32,
+}
+
+impl BlockBuilder {
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Encoded size of the block so far.
+    pub fn encoded_len(&self) -> usize {
+        block_len(self.n, self.values.len())
+    }
+
+    /// Appends an entry. The caller has checked key order and that the block stays within
+    /// `MAX_BLOCK_LEN` (so the value end fits a u32).
+    pub fn push(&mut self, key: u64, value: &[u8]) {
+        if self.n == 0 {
+            self.first_key = key;
+        }
+        self.last_key = key;
+        self.n += 1;
+        self.keys.extend_from_slice(&key.to_le_bytes());
+        self.values.extend_from_slice(value);
+        // The caller keeps block_len <= u32::MAX, hence values.len() fits.
+        self.ends
+            .extend_from_slice(&(self.values.len() as u32).to_le_bytes());
+    }
+
+    /// Writes the block to `out`, resets the builder and returns its index data.
+    pub fn write_to(&mut self, out: &mut impl Write) -> io::Result<WrittenBlock> {
+        let len = self.encoded_len();
+        let mut crc = crc32fast::Hasher::new();
+        let n = (self.n as u32).to_le_bytes();
+        for part in [&n[..], &self.keys, &self.ends, &self.values] {
+            crc.update(part);
+            out.write_all(part)?;
+        }
+        debug_assert_eq!(
+            BLOCK_HEADER_LEN + self.keys.len() + self.ends.len() + self.values.len(),
+            block_len(self.n, self.values.len())
+        );
+        let block = WrittenBlock {
+            first_key: self.first_key,
+            last_key: self.last_key,
+            len: len as u32,
+            crc: crc.finalize(),
+        };
+        self.n = 0;
+        self.keys.clear();
+        self.ends.clear();
+        self.values.clear();
+        Ok(block)
+    }
+}
+
+/// A parsed block borrowed from the mapped file. `parse` checks only sizes (O(1)); `validate`
+/// checks every invariant (O(n)) and is run once per block, after its crc.
+#[derive(Clone, Copy)]
+pub struct BlockView<'a> {
+    keys: &'a [[u8; 8]],
+    ends: &'a [[u8; 4]],
+    values: &'a [u8],
+}
+
+impl<'a> BlockView<'a> {
+    /// Splits a block into its regions; `Err((offset in block, reason))` if the sizes don't add up.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, (usize, String)> {
+        let Some(n_bytes) = bytes.get(..BLOCK_HEADER_LEN) else {
+            return Err((
+                0,
+                format!("block of {} bytes is shorter than its header", bytes.len()),
+            ));
+        };
+        let n = LE::read_u32(n_bytes) as usize;
+        let fixed = n
+            .checked_mul(ENTRY_OVERHEAD)
+            .and_then(|x| x.checked_add(BLOCK_HEADER_LEN))
+            .filter(|&f| n > 0 && f <= bytes.len())
+            .ok_or_else(|| {
+                (
+                    0,
+                    format!(
+                        "entry count {n} does not fit a block of {} bytes",
+                        bytes.len()
+                    ),
+                )
+            })?;
+        let keys_end = BLOCK_HEADER_LEN + 8 * n;
+        let (keys, _) = bytes[BLOCK_HEADER_LEN..keys_end].as_chunks::<8>();
+        let (ends, _) = bytes[keys_end..fixed].as_chunks::<4>();
+        Ok(BlockView {
+            keys,
+            ends,
+            values: &bytes[fixed..],
+        })
+    }
+
+    /// Checks keys strictly increasing, value ends non-decreasing and ending exactly at the end of
+    /// the block, and the first/last keys recorded in the block index.
+    pub fn validate(&self, first_key: u64, last_key: u64) -> Result<(), (usize, String)> {
+        let n = self.len();
+        let mut prev: Option<u64> = None;
+        for (i, k) in self.keys.iter().enumerate() {
+            let k = u64::from_le_bytes(*k);
+            if prev.is_some_and(|p| p >= k) {
+                return Err((
+                    BLOCK_HEADER_LEN + 8 * i,
+                    format!("key {k} does not increase"),
+                ));
+            }
+            prev = Some(k);
+        }
+        if self.key(0) != first_key || self.key(n - 1) != last_key {
+            return Err((
+                BLOCK_HEADER_LEN,
+                "keys disagree with the block index".to_string(),
+            ));
+        }
+        let ends_at = BLOCK_HEADER_LEN + 8 * n;
+        let mut prev_end = 0u32;
+        for (i, e) in self.ends.iter().enumerate() {
+            let e = u32::from_le_bytes(*e);
+            if e < prev_end {
+                return Err((
+                    ends_at + 4 * i,
+                    format!("value end {e} is before {prev_end}"),
+                ));
+            }
+            prev_end = e;
+        }
+        if prev_end as usize != self.values.len() {
+            let reason = format!(
+                "values end at {prev_end}, block has {} value bytes",
+                self.values.len()
+            );
+            return Err((ends_at + 4 * (n - 1), reason));
+        }
+        Ok(())
+    }
+
+    /// Number of entries (>= 1 once parsed).
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Key of entry `i`; 0 if out of range (callers index below `len()`).
+    #[inline]
+    pub fn key(&self, i: usize) -> u64 {
+        self.keys.get(i).map_or(0, |k| u64::from_le_bytes(*k))
+    }
+
+    /// Index of the first entry whose key is >= `key` (`len()` if none).
+    ///
+    /// Keys are hashes or dense doc ids, i.e. close to uniform over the block's key range, so
+    /// the search starts at the interpolated position and gallops outwards from there: about
+    /// 2-4 cache lines per lookup instead of ~11 for a plain binary search of a 32 KiB block.
+    /// Galloping keeps the worst case (skewed keys) at O(log n).
+    #[inline]
+    pub fn lower_bound(&self, key: u64) -> usize {
+        let keys = self.keys;
+        let n = keys.len();
+        if n <= 16 {
+            return keys.partition_point(|k| u64::from_le_bytes(*k) < key);
+        }
+        // All indexes below are < n, so the indexing cannot panic.
+        let at = |i: usize| u64::from_le_bytes(keys[i]);
+        let (first, last) = (at(0), at(n - 1));
+        if key <= first {
+            return 0;
+        }
+        if key > last {
+            return n;
+        }
+        // Now first < key <= last (so last > first): the answer is in [1, n - 1].
+        let est = ((key - first) as u128 * (n - 1) as u128 / (last - first) as u128) as usize;
+        let est = est.clamp(1, n - 1);
+        let (lo, hi) = if at(est) < key {
+            // Answer in (est, n - 1]: gallop right until a key >= `key`.
+            let (mut lo, mut step) = (est + 1, 1);
+            loop {
+                let probe = est + step;
+                if probe >= n - 1 {
+                    break (lo, n - 1);
+                }
+                if at(probe) >= key {
+                    break (lo, probe);
+                }
+                lo = probe + 1;
+                step *= 2;
+            }
+        } else {
+            // Answer in [1, est]: gallop left until a key < `key`.
+            let (mut hi, mut step) = (est, 1);
+            loop {
+                if step >= est {
+                    break (1, hi);
+                }
+                let probe = est - step;
+                if at(probe) < key {
+                    break (probe + 1, hi);
+                }
+                hi = probe;
+                step *= 2;
+            }
+        };
+        // keys[lo - 1] < key <= keys[hi]: finish with a binary search of the bracket.
+        lo + keys[lo..hi].partition_point(|k| u64::from_le_bytes(*k) < key)
+    }
+
+    /// Value of entry `i`, or `None` if its ends are out of range (only in unvalidated blocks).
+    #[inline]
+    pub fn value(&self, i: usize) -> Option<&'a [u8]> {
+        let start = match i {
+            0 => 0,
+            _ => u32::from_le_bytes(*self.ends.get(i - 1)?) as usize,
+        };
+        let end = u32::from_le_bytes(*self.ends.get(i)?) as usize;
+        self.values.get(start..end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(entries: &[(u64, &[u8])]) -> (Vec<u8>, WrittenBlock) {
+        let mut b = BlockBuilder::default();
+        for (k, v) in entries {
+            b.push(*k, v);
+        }
+        let mut out = Vec::new();
+        let w = b.write_to(&mut out).unwrap();
+        assert!(b.is_empty());
+        (out, w)
+    }
+
+    #[test]
+    fn layout_and_round_trip() {
+        let (bytes, w) = build(&[(5, b"ab"), (9, b""), (10, b"xyz")]);
+        let mut expect = vec![3, 0, 0, 0];
+        for k in [5u64, 9, 10] {
+            expect.extend_from_slice(&k.to_le_bytes());
+        }
+        for e in [2u32, 2, 5] {
+            expect.extend_from_slice(&e.to_le_bytes());
+        }
+        expect.extend_from_slice(b"abxyz");
+        assert_eq!(bytes, expect);
+        assert_eq!(
+            (w.first_key, w.last_key, w.len as usize),
+            (5, 10, bytes.len())
+        );
+        assert_eq!(w.crc, crc32fast::hash(&bytes));
+        let v = BlockView::parse(&bytes).unwrap();
+        v.validate(5, 10).unwrap();
+        assert_eq!(v.len(), 3);
+        assert_eq!(v.value(0), Some(&b"ab"[..]));
+        assert_eq!(v.value(1), Some(&b""[..]));
+        assert_eq!(v.value(2), Some(&b"xyz"[..]));
+        assert_eq!(v.value(3), None);
+        assert_eq!(
+            (v.lower_bound(9), v.lower_bound(6), v.lower_bound(11)),
+            (1, 1, 3)
+        );
+    }
+
+    #[test]
+    fn lower_bound_matches_binary_search_on_any_key_distribution() {
+        let mut state = 7u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let sets: Vec<Vec<u64>> = vec![
+            (0..1000).collect(),
+            (0..1000).map(|i| i * i * i).collect(),
+            (0..1000)
+                .map(|i| if i < 999 { i } else { u64::MAX })
+                .collect(),
+            (0..1000).map(|i| u64::MAX - 1000 + i).collect(),
+            {
+                let mut v: Vec<u64> = (0..1000).map(|_| next()).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            },
+            (0..17).map(|i| i * 10).collect(),
+        ];
+        for keys in sets {
+            let entries: Vec<(u64, &[u8])> = keys.iter().map(|&k| (k, &b""[..])).collect();
+            let (bytes, _) = build(&entries);
+            let v = BlockView::parse(&bytes).unwrap();
+            let mut probes: Vec<u64> = vec![0, 1, u64::MAX, u64::MAX - 1];
+            for &k in &keys {
+                probes.extend([k, k.wrapping_sub(1), k.wrapping_add(1)]);
+            }
+            probes.extend((0..200).map(|_| next()));
+            for p in probes {
+                assert_eq!(
+                    v.lower_bound(p),
+                    keys.partition_point(|&k| k < p),
+                    "probe {p}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_blocks_are_rejected_without_panic() {
+        let (bytes, _) = build(&[(1, b"a"), (2, b"bc")]);
+        assert!(BlockView::parse(&bytes[..3]).is_err());
+        assert!(
+            BlockView::parse(&[0, 0, 0, 0]).is_err(),
+            "empty blocks are invalid"
+        );
+        assert!(BlockView::parse(&[0xff, 0xff, 0xff, 0xff, 0]).is_err());
+        // Keys out of order.
+        let mut bad = bytes.clone();
+        bad[4..12].copy_from_slice(&7u64.to_le_bytes());
+        assert!(BlockView::parse(&bad).unwrap().validate(7, 2).is_err());
+        // Value end past the end.
+        let mut bad = bytes.clone();
+        bad[20..24].copy_from_slice(&9u32.to_le_bytes());
+        let v = BlockView::parse(&bad).unwrap();
+        assert!(v.validate(1, 2).is_err());
+        assert_eq!(v.value(0), None);
+        // Wrong index keys.
+        assert!(BlockView::parse(&bytes).unwrap().validate(1, 3).is_err());
+        // Every prefix parses or errs, never panics.
+        for cut in 0..bytes.len() {
+            if let Ok(v) = BlockView::parse(&bytes[..cut]) {
+                let _ = v.validate(1, 2);
+                let _ = (v.value(0), v.value(1), v.key(5));
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Immutable segment files: several tables of `u64 key -> value bytes`, written once from sorted
+//! streams and memory-mapped for reading.
+//!
+//! Layout (format-spec/segment.md): a 16-byte header, then per table its data blocks and its
+//! block index, then the table directory, then a 48-byte footer. Every byte is covered by a
+//! crc32 or checked against a constant, so damage is reported (with file and offset), never
+//! served. Blocks are verified lazily, the first time a reader touches them.
+//!
+//! Writing:
+//! ```ignore
+//! let mut w = SegmentWriter::create(dir, "seg-000001.ndds")?;
+//! w.begin_table(POSTINGS)?;
+//! for (hash, ids) in sorted_postings { buf.clear(); encode_postings(&ids, &mut buf); w.add(hash, &buf)?; }
+//! w.end_table()?;
+//! let meta = w.finish()?; // durable and visible under its final name
+//! ```
+//! Reading: `Segment::open(path)?.get(POSTINGS, hash)?`, `.iter(FORWARD)`, `.range(..)`.
+
+mod block;
+mod format;
+mod postings;
+mod reader;
+mod u64s;
+mod verify;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+pub use format::FORMAT_VERSION;
+pub use postings::{
+    decode_postings, encode_bitmap, encode_postings, PostingIter, PostingList, RAW_MAX, TAG_RAW,
+    TAG_ROARING,
+};
+pub use reader::{Entries, Segment};
+pub use u64s::{decode_u64s, encode_u64s, U64Slice};
+pub use verify::{Problem, VerifyReport};
+pub use writer::SegmentWriter;
+
+/// Table of shingle/feature hash -> posting list (see `encode_postings`).
+pub const POSTINGS: u32 = 1;
+/// Table of doc id (as u64) -> the doc's sorted feature hashes (see `encode_u64s`).
+pub const FORWARD: u32 = 2;
+/// First simhash table: table `SIMHASH_BASE + t` maps the t-th permuted simhash -> posting list.
+pub const SIMHASH_BASE: u32 = 16;
+/// Number of table ids reserved for simhash tables (`SIMHASH_BASE..SIMHASH_BASE + this`).
+pub const SIMHASH_MAX_TABLES: u32 = 64;
+
+/// Table id of the `t`-th simhash permutation table.
+pub const fn simhash_table(t: u32) -> u32 {
+    SIMHASH_BASE + t
+}
+
+/// How `verify` checks the values of a table, by table id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    /// Posting lists (`decode_postings`).
+    Postings,
+    /// Strictly increasing u64 arrays (`decode_u64s`).
+    U64s,
+    /// Not interpreted by this module.
+    Opaque,
+}
+
+/// The value codec of table `id`.
+pub const fn value_kind(id: u32) -> ValueKind {
+    match id {
+        POSTINGS => ValueKind::Postings,
+        FORWARD => ValueKind::U64s,
+        _ if id >= SIMHASH_BASE && id < SIMHASH_BASE + SIMHASH_MAX_TABLES => ValueKind::Postings,
+        _ => ValueKind::Opaque,
+    }
+}
+
+/// Blocks are closed once adding an entry would take them past this many bytes.
+pub const DEFAULT_BLOCK_TARGET: usize = 32 * 1024;
+/// No block may exceed this (its length is a u32 in the block index).
+pub const MAX_BLOCK_LEN: usize = u32::MAX as usize;
+/// Largest value a table can hold (a block of one entry of this size is `MAX_BLOCK_LEN`).
+pub const MAX_VALUE_LEN: usize = MAX_BLOCK_LEN - block::block_len(1, 0);
+
+/// What a finished segment holds (returned by `SegmentWriter::finish`, or `Segment::meta`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentMeta {
+    /// File name inside the index directory (no directory part).
+    pub file_name: String,
+    /// File size in bytes.
+    pub bytes: u64,
+    /// Tables sorted by id.
+    pub tables: Vec<TableMeta>,
+}
+
+/// One table of a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableMeta {
+    pub id: u32,
+    /// Number of entries.
+    pub entries: u64,
+    /// Smallest and largest key (both 0 for an empty table).
+    pub min_key: u64,
+    pub max_key: u64,
+    /// Bytes the table occupies in the file (blocks + block index).
+    pub bytes: u64,
+    /// Sum of the value lengths.
+    pub value_bytes: u64,
+    /// Number of data blocks.
+    pub blocks: u32,
+}

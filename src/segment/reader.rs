@@ -1,0 +1,317 @@
+//! `Segment`: a memory-mapped, validated segment file.
+//!
+//! `open` checks everything that is O(tables + blocks): header, footer, directory crc, every
+//! block index's crc and the layout invariants (format-spec/segment.md). Data blocks are checked
+//! (crc, then structure) the first time any reader touches them; a per-table bitset of
+//! `AtomicU64` remembers which blocks passed, so hot blocks are hashed once. `Segment` is
+//! `Send + Sync`: share it across threads behind an `Arc`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use memmap2::Mmap;
+
+use crate::error::{Error, IoResultExt, Result};
+
+use super::block::BlockView;
+use super::format::BlockRef;
+use super::postings::{decode_postings, PostingList, VALUE_PATH};
+use super::u64s::{decode_u64s, U64Slice};
+use super::{SegmentMeta, TableMeta};
+
+/// An open segment.
+pub struct Segment {
+    pub(super) path: PathBuf,
+    pub(super) map: Mmap,
+    /// Sorted by table id.
+    pub(super) tables: Vec<Table>,
+}
+
+pub(super) struct Table {
+    pub(super) meta: TableMeta,
+    pub(super) blocks: Box<[BlockRef]>,
+    /// `blocks[i].last_key`, packed: the block search of `get` touches 8 instead of 32 bytes a probe.
+    last_keys: Box<[u64]>,
+    /// Bit i set = block i passed its crc and structure checks.
+    verified: Box<[AtomicU64]>,
+}
+
+impl Table {
+    pub(super) fn new(meta: TableMeta, blocks: Box<[BlockRef]>) -> Self {
+        let verified = (0..blocks.len().div_ceil(64))
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        let last_keys = blocks.iter().map(|b| b.last_key).collect();
+        Table {
+            meta,
+            blocks,
+            last_keys,
+            verified,
+        }
+    }
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("path", &self.path)
+            .field("bytes", &self.map.len())
+            .field(
+                "tables",
+                &self.tables.iter().map(|t| t.meta).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Segment {
+    /// Maps and validates the segment at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::open(&path).at(&path)?;
+        // SAFETY: segment files are write-once: they are published by rename only after being
+        // fully written and fsynced, and are never modified in place afterwards; the engine only
+        // ever deletes them whole, and on POSIX an unlinked file stays valid while mapped. So the
+        // mapped bytes cannot change under the `&[u8]` borrows we hand out. (Another process
+        // truncating the file would break this, as for every mmap-based store; that is outside
+        // the engine's contract.)
+        let map = unsafe { Mmap::map(&file) }.at(&path)?;
+        let (tables, _) = super::verify::check_layout(&path, &map)?;
+        Ok(Segment { path, map, tables })
+    }
+
+    /// The file this segment was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// File size in bytes.
+    pub fn len_bytes(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    /// Whether table `id` is present (possibly empty).
+    pub fn contains_table(&self, id: u32) -> bool {
+        self.table(id).is_some()
+    }
+
+    /// Description of table `id`, if present.
+    pub fn table_meta(&self, id: u32) -> Option<&TableMeta> {
+        self.table(id).map(|t| &t.meta)
+    }
+
+    /// Descriptions of all tables, sorted by id.
+    pub fn tables(&self) -> impl Iterator<Item = &TableMeta> {
+        self.tables.iter().map(|t| &t.meta)
+    }
+
+    /// The same description `SegmentWriter::finish` returned.
+    pub fn meta(&self) -> SegmentMeta {
+        SegmentMeta {
+            file_name: self
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            bytes: self.len_bytes(),
+            tables: self.tables().copied().collect(),
+        }
+    }
+
+    /// The value stored under `key` in `table`. An absent table reads as empty.
+    #[inline]
+    pub fn get(&self, table: u32, key: u64) -> Result<Option<&[u8]>> {
+        let Some(t) = self.table(table) else {
+            return Ok(None);
+        };
+        let bi = t.last_keys.partition_point(|&last| last < key);
+        match t.blocks.get(bi) {
+            Some(b) if b.first_key <= key => {}
+            _ => return Ok(None),
+        }
+        let view = self.block(t, bi)?;
+        let i = view.lower_bound(key);
+        if i >= view.len() || view.key(i) != key {
+            return Ok(None);
+        }
+        self.value(t, bi, &view, i).map(Some)
+    }
+
+    /// `get` + `decode_postings`; errors name this file and the value's offset.
+    pub fn get_postings(&self, table: u32, key: u64) -> Result<Option<PostingList<'_>>> {
+        match self.get(table, key)? {
+            None => Ok(None),
+            Some(v) => decode_postings(v).map(Some).map_err(|e| self.rebase(e, v)),
+        }
+    }
+
+    /// `get` + `decode_u64s` (e.g. a FORWARD entry); errors name this file and offset.
+    pub fn get_u64s(&self, table: u32, key: u64) -> Result<Option<U64Slice<'_>>> {
+        match self.get(table, key)? {
+            None => Ok(None),
+            Some(v) => decode_u64s(v).map(Some).map_err(|e| self.rebase(e, v)),
+        }
+    }
+
+    /// All entries of `table` in key order.
+    pub fn iter(&self, table: u32) -> Entries<'_> {
+        self.range(table, 0, u64::MAX)
+    }
+
+    /// Entries of `table` with `lo <= key <= hi`, in key order.
+    pub fn range(&self, table: u32, lo: u64, hi: u64) -> Entries<'_> {
+        let t = self.table(table).filter(|_| lo <= hi);
+        let block = t.map_or(0, |t| t.last_keys.partition_point(|&last| last < lo));
+        Entries {
+            seg: self,
+            table: t,
+            block,
+            view: None,
+            pos: 0,
+            lo,
+            hi,
+        }
+    }
+
+    pub(super) fn table(&self, id: u32) -> Option<&Table> {
+        self.tables
+            .binary_search_by_key(&id, |t| t.meta.id)
+            .ok()
+            .map(|i| &self.tables[i])
+    }
+
+    /// Block `bi` of `t`, checked on first use.
+    pub(super) fn block<'s>(&'s self, t: &Table, bi: usize) -> Result<BlockView<'s>> {
+        let b = t
+            .blocks
+            .get(bi)
+            .ok_or_else(|| Error::corrupt(&self.path, 0, format!("no block {bi}")))?;
+        // open() checked every block lies inside the file; `get` keeps this panic-free anyway.
+        let bytes = (b.offset as usize)
+            .checked_add(b.len as usize)
+            .and_then(|end| self.map.get(b.offset as usize..end))
+            .ok_or_else(|| Error::corrupt(&self.path, b.offset, "block outside the file"))?;
+        let (word, bit) = (bi / 64, 1u64 << (bi % 64));
+        let flags = t.verified.get(word);
+        // Relaxed is enough: the bit only caches the outcome of a pure function of immutable
+        // bytes; a thread that misses it just checks the block again.
+        if flags.is_some_and(|f| f.load(Ordering::Relaxed) & bit != 0) {
+            if let Ok(view) = BlockView::parse(bytes) {
+                return Ok(view);
+            }
+        }
+        let view = check_block(&self.path, b, bytes)?;
+        if let Some(f) = flags {
+            f.fetch_or(bit, Ordering::Relaxed);
+        }
+        Ok(view)
+    }
+
+    fn value<'s>(
+        &'s self,
+        t: &Table,
+        bi: usize,
+        view: &BlockView<'s>,
+        i: usize,
+    ) -> Result<&'s [u8]> {
+        view.value(i).ok_or_else(|| {
+            let off = t.blocks.get(bi).map_or(0, |b| b.offset);
+            Error::corrupt(
+                &self.path,
+                off,
+                format!("value {i} of the block is out of range"),
+            )
+        })
+    }
+
+    /// Turns a codec error about `value` into one naming this file and the absolute offset.
+    pub(super) fn rebase(&self, e: Error, value: &[u8]) -> Error {
+        let base = (value.as_ptr() as usize).wrapping_sub(self.map.as_ptr() as usize) as u64;
+        match e {
+            Error::Corrupt {
+                path,
+                offset,
+                reason,
+            } if path.as_os_str() == VALUE_PATH => {
+                Error::corrupt(&self.path, base + offset, reason)
+            }
+            other => other,
+        }
+    }
+}
+
+/// Checks a block's crc, then its structure against its index entry.
+pub(super) fn check_block<'a>(path: &Path, b: &BlockRef, bytes: &'a [u8]) -> Result<BlockView<'a>> {
+    let computed = crc32fast::hash(bytes);
+    if computed != b.crc {
+        return Err(Error::ChecksumMismatch {
+            path: path.to_path_buf(),
+            offset: b.offset,
+            stored: b.crc,
+            computed,
+        });
+    }
+    let at = |(off, reason): (usize, String)| {
+        Error::corrupt(path, b.offset + off as u64, format!("block: {reason}"))
+    };
+    let view = BlockView::parse(bytes).map_err(at)?;
+    view.validate(b.first_key, b.last_key).map_err(at)?;
+    Ok(view)
+}
+
+/// Iterator over a key range of one table (from `Segment::iter` / `Segment::range`). After an
+/// error it yields nothing more.
+pub struct Entries<'a> {
+    seg: &'a Segment,
+    table: Option<&'a Table>,
+    block: usize,
+    view: Option<BlockView<'a>>,
+    pos: usize,
+    lo: u64,
+    hi: u64,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<(u64, &'a [u8])>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let t = self.table?;
+        loop {
+            if let Some(view) = &self.view {
+                if self.pos < view.len() {
+                    let (key, i) = (view.key(self.pos), self.pos);
+                    if key > self.hi {
+                        self.table = None;
+                        return None;
+                    }
+                    self.pos += 1;
+                    let item = self.seg.value(t, self.block, view, i).map(|v| (key, v));
+                    if item.is_err() {
+                        self.table = None;
+                    }
+                    return Some(item);
+                }
+                self.view = None;
+                self.block += 1;
+            }
+            match t.blocks.get(self.block) {
+                Some(b) if b.first_key <= self.hi => {}
+                _ => {
+                    self.table = None;
+                    return None;
+                }
+            }
+            match self.seg.block(t, self.block) {
+                Ok(view) => {
+                    self.pos = view.lower_bound(self.lo);
+                    self.view = Some(view);
+                }
+                Err(e) => {
+                    self.table = None;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}

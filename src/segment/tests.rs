@@ -1,0 +1,553 @@
+//! Whole-file tests of the segment module: round trips, publishing, the spec's golden bytes,
+//! corruption (every single-byte flip, truncation, unknown version) and a model-based proptest.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::error::Error;
+
+type Tables = BTreeMap<u32, BTreeMap<u64, Vec<u8>>>;
+
+fn write(dir: &Path, name: &str, tables: &Tables, block_target: usize) -> SegmentMeta {
+    let mut w = SegmentWriter::create_with_block_target(dir, name, block_target).unwrap();
+    for (&id, entries) in tables {
+        w.begin_table(id).unwrap();
+        for (&k, v) in entries {
+            w.add(k, v).unwrap();
+        }
+        w.end_table().unwrap();
+    }
+    w.finish().unwrap()
+}
+
+/// Asserts the segment serves exactly `tables` through every read path.
+fn check_contents(seg: &Segment, tables: &Tables) {
+    for (&id, entries) in tables {
+        assert!(seg.contains_table(id));
+        let meta = seg.table_meta(id).unwrap();
+        assert_eq!(meta.entries, entries.len() as u64);
+        for (&k, v) in entries {
+            assert_eq!(seg.get(id, k).unwrap(), Some(&v[..]), "table {id} key {k}");
+            for probe in [k.wrapping_sub(1), k.wrapping_add(1)] {
+                let want = entries.get(&probe).map(|v| &v[..]);
+                assert_eq!(seg.get(id, probe).unwrap(), want);
+            }
+        }
+        let all: Vec<(u64, Vec<u8>)> = seg
+            .iter(id)
+            .map(|r| r.map(|(k, v)| (k, v.to_vec())))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let want: Vec<(u64, Vec<u8>)> = entries.iter().map(|(k, v)| (*k, v.clone())).collect();
+        assert_eq!(all, want);
+    }
+    assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
+}
+
+fn sample_tables() -> Tables {
+    let mut t = Tables::new();
+    let mut postings = BTreeMap::new();
+    for i in 0..3000u64 {
+        let ids: Vec<u32> = (0..(i % 40) as u32).map(|j| j * 7 + i as u32).collect();
+        let mut v = Vec::new();
+        encode_postings(&ids, &mut v);
+        postings.insert(i.wrapping_mul(0x9e37_79b9_7f4a_7c15), v);
+    }
+    t.insert(POSTINGS, postings);
+    let mut forward = BTreeMap::new();
+    for doc in 0..500u64 {
+        let feats: Vec<u64> = (0..doc % 50).map(|j| j * 1000 + doc).collect();
+        let mut v = Vec::new();
+        encode_u64s(&feats, &mut v);
+        forward.insert(doc, v);
+    }
+    t.insert(FORWARD, forward);
+    t.insert(3, BTreeMap::new()); // empty table
+    for s in 0..4 {
+        let mut m = BTreeMap::new();
+        m.insert(u64::MAX - s as u64, vec![TAG_RAW, 1, 0, 0, 0]);
+        m.insert(0, vec![TAG_RAW]);
+        t.insert(simhash_table(s), m);
+    }
+    t
+}
+
+#[test]
+fn round_trip_many_tables_with_small_and_default_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = sample_tables();
+    for (name, target) in [("a", 200), ("b", DEFAULT_BLOCK_TARGET)] {
+        let meta = write(dir.path(), name, &tables, target);
+        let seg = Segment::open(dir.path().join(name)).unwrap();
+        assert_eq!(seg.meta(), meta);
+        assert_eq!(
+            meta.bytes,
+            std::fs::metadata(dir.path().join(name)).unwrap().len()
+        );
+        assert_eq!(
+            meta.tables.iter().map(|t| t.id).collect::<Vec<_>>(),
+            tables.keys().copied().collect::<Vec<_>>()
+        );
+        check_contents(&seg, &tables);
+        assert!(
+            !seg.contains_table(99)
+                && seg.get(99, 1).unwrap().is_none()
+                && seg.iter(99).next().is_none()
+        );
+        let empty = seg.table_meta(3).unwrap();
+        assert_eq!(
+            (
+                empty.entries,
+                empty.blocks,
+                empty.min_key,
+                empty.max_key,
+                empty.bytes
+            ),
+            (0, 0, 0, 0, 0)
+        );
+        // Typed accessors.
+        let f = seg.get_u64s(FORWARD, 7).unwrap().unwrap();
+        assert_eq!(f.to_vec(), vec![7, 1007, 2007, 3007, 4007, 5007, 6007]);
+        let k = 5u64.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        assert_eq!(
+            seg.get_postings(POSTINGS, k).unwrap().unwrap().to_vec(),
+            vec![5, 12, 19, 26, 33]
+        );
+        if name == "a" {
+            assert!(seg.table_meta(POSTINGS).unwrap().blocks > 100);
+        }
+    }
+}
+
+#[test]
+fn range_is_inclusive_and_clipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tables = Tables::new();
+    tables.insert(
+        7,
+        (0..1000u64)
+            .map(|k| (k * 3, k.to_le_bytes().to_vec()))
+            .collect(),
+    );
+    write(dir.path(), "s", &tables, 100);
+    let seg = Segment::open(dir.path().join("s")).unwrap();
+    let keys = |lo, hi| {
+        seg.range(7, lo, hi)
+            .map(|r| r.unwrap().0)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(keys(3, 9), vec![3, 6, 9]);
+    assert_eq!(keys(4, 8), vec![6]);
+    assert_eq!(keys(2997, u64::MAX), vec![2997]);
+    assert_eq!(keys(0, 0), vec![0]);
+    assert!(keys(9, 3).is_empty());
+    assert_eq!(keys(0, u64::MAX).len(), 1000);
+    for lo in (0..3000).step_by(97) {
+        let hi = lo + 250;
+        let want: Vec<u64> = tables[&7].range(lo..=hi).map(|(k, _)| *k).collect();
+        assert_eq!(keys(lo, hi), want);
+    }
+}
+
+#[test]
+fn empty_segment_and_huge_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = write(dir.path(), "empty", &Tables::new(), 64);
+    assert_eq!(meta.bytes, 16 + 48);
+    let seg = Segment::open(dir.path().join("empty")).unwrap();
+    assert_eq!(seg.tables().count(), 0);
+    assert!(seg.verify().is_ok());
+
+    let mut tables = Tables::new();
+    let huge: Vec<u8> = (0..300_000u32).map(|i| (i * 31 % 251) as u8).collect();
+    tables.insert(
+        9,
+        [(1, vec![1]), (2, huge.clone()), (3, vec![3])]
+            .into_iter()
+            .collect(),
+    );
+    write(dir.path(), "huge", &tables, 4096);
+    let seg = Segment::open(dir.path().join("huge")).unwrap();
+    assert_eq!(
+        seg.table_meta(9).unwrap().blocks,
+        3,
+        "the huge value gets a block of its own"
+    );
+    check_contents(&seg, &tables);
+}
+
+#[test]
+fn writer_rejects_misuse_without_poisoning() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = SegmentWriter::create(dir.path(), "s").unwrap();
+    assert!(w.add(1, b"x").is_err(), "add outside a table");
+    assert!(w.end_table().is_err());
+    w.begin_table(POSTINGS).unwrap();
+    assert!(w.begin_table(FORWARD).is_err(), "nested table");
+    w.add(5, b"a").unwrap();
+    assert!(
+        matches!(w.add(5, b"b"), Err(Error::InvalidArgument(_))),
+        "equal key"
+    );
+    assert!(w.add(4, b"b").is_err(), "smaller key");
+    w.add(6, b"c").unwrap();
+    w.end_table().unwrap();
+    assert!(w.begin_table(POSTINGS).is_err(), "duplicate table id");
+    w.begin_table(0).unwrap();
+    w.add(0, b"").unwrap();
+    let mut w2 = SegmentWriter::create(dir.path(), "t").unwrap();
+    w2.begin_table(1).unwrap();
+    assert!(w2.finish().is_err(), "finish with an open table");
+    w.end_table().unwrap();
+    let meta = w.finish().unwrap();
+    assert_eq!(
+        meta.tables.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![0, POSTINGS],
+        "directory sorted by id"
+    );
+    let seg = Segment::open(dir.path().join("s")).unwrap();
+    assert_eq!(seg.get(POSTINGS, 5).unwrap(), Some(&b"a"[..]));
+    assert_eq!(seg.get(POSTINGS, 6).unwrap(), Some(&b"c"[..]));
+    assert_eq!(seg.get(0, 0).unwrap(), Some(&b""[..]));
+    for bad in ["", "a/b", "x.tmp", ".."] {
+        assert!(SegmentWriter::create(dir.path(), bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn publish_is_tmp_then_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = SegmentWriter::create(dir.path(), "seg").unwrap();
+    w.begin_table(1).unwrap();
+    w.add(1, b"v").unwrap();
+    assert!(dir.path().join("seg.tmp").exists() && !dir.path().join("seg").exists());
+    w.end_table().unwrap();
+    let meta = w.finish().unwrap();
+    assert_eq!(meta.file_name, "seg");
+    assert!(!dir.path().join("seg.tmp").exists() && dir.path().join("seg").exists());
+    // Segments are write-once: the name cannot be reused.
+    assert!(matches!(
+        SegmentWriter::create(dir.path(), "seg"),
+        Err(Error::Io { .. })
+    ));
+    // An abandoned writer leaves only its .tmp.
+    let mut w = SegmentWriter::create(dir.path(), "orphan").unwrap();
+    w.begin_table(1).unwrap();
+    w.add(1, b"v").unwrap();
+    drop(w);
+    assert!(dir.path().join("orphan.tmp").exists() && !dir.path().join("orphan").exists());
+}
+
+/// The tiny segment of format-spec/segment.md, "Golden example".
+fn golden_tables() -> Tables {
+    let mut t = Tables::new();
+    let mut p = BTreeMap::new();
+    p.insert(3, vec![TAG_RAW, 7, 0, 0, 0]);
+    p.insert(9, vec![TAG_RAW, 1, 0, 0, 0, 2, 0, 0, 0]);
+    t.insert(POSTINGS, p);
+    t.insert(FORWARD, BTreeMap::new());
+    t
+}
+
+/// Parses the hex lines between the golden markers of the spec: `OOOO: hex bytes | comment`.
+fn spec_golden_bytes() -> Vec<u8> {
+    let spec = include_str!("../../format-spec/segment.md");
+    let body = spec
+        .split("<!-- golden:begin -->")
+        .nth(1)
+        .and_then(|s| s.split("<!-- golden:end -->").next())
+        .expect("golden markers in the spec");
+    let mut bytes = Vec::new();
+    for line in body.lines().filter(|l| l.contains(':') && l.contains('|')) {
+        let (offset, rest) = line.split_once(':').unwrap();
+        assert_eq!(
+            usize::from_str_radix(offset.trim(), 16).unwrap(),
+            bytes.len(),
+            "offset column of {line:?}"
+        );
+        let hex = rest.split('|').next().unwrap();
+        bytes.extend(
+            hex.split_whitespace()
+                .map(|b| u8::from_str_radix(b, 16).unwrap()),
+        );
+    }
+    bytes
+}
+
+#[test]
+fn golden_bytes_match_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "golden", &golden_tables(), DEFAULT_BLOCK_TARGET);
+    let file = std::fs::read(dir.path().join("golden")).unwrap();
+    assert_eq!(
+        file,
+        spec_golden_bytes(),
+        "format-spec/segment.md golden example is out of date"
+    );
+    // Independent spot checks of the field lists.
+    assert_eq!(&file[0..8], b"\x89NDDSEG\n");
+    assert_eq!(&file[file.len() - 8..], b"NDDSEGFT");
+    assert_eq!(file.len(), 16 + (4 + 2 * 12 + 14) + 32 + 2 * 72 + 48);
+    assert_eq!(
+        u32::from_le_bytes(file[16..20].try_into().unwrap()),
+        2,
+        "block entry count"
+    );
+    assert_eq!(
+        u64::from_le_bytes(file[20..28].try_into().unwrap()),
+        3,
+        "first key"
+    );
+    let footer = file.len() - 48;
+    let dir_offset = u64::from_le_bytes(file[footer..footer + 8].try_into().unwrap()) as usize;
+    assert_eq!(dir_offset, 16 + 42 + 32);
+    assert_eq!(
+        u32::from_le_bytes(file[footer + 32..footer + 36].try_into().unwrap()),
+        FORMAT_VERSION
+    );
+}
+
+fn flip_sample() -> Tables {
+    let mut t = Tables::new();
+    t.insert(
+        POSTINGS,
+        (0..12u64)
+            .map(|k| (k * 5, vec![TAG_RAW, k as u8, 0, 0, 0]))
+            .collect(),
+    );
+    t.insert(
+        FORWARD,
+        (0..4u64)
+            .map(|k| (k, (k * 9).to_le_bytes().to_vec()))
+            .collect(),
+    );
+    t.insert(40, BTreeMap::new());
+    t
+}
+
+/// Every entry reads back correctly or as an error, never as wrong bytes.
+fn assert_never_wrong(seg: &Segment, tables: &Tables) -> bool {
+    let mut saw_error = false;
+    for (&id, entries) in tables {
+        for (&k, v) in entries {
+            match seg.get(id, k) {
+                Ok(got) => assert_eq!(
+                    got,
+                    Some(&v[..]),
+                    "wrong value served for table {id} key {k}"
+                ),
+                Err(e) => {
+                    assert!(e.is_corruption(), "{e}");
+                    saw_error = true;
+                }
+            }
+        }
+        for item in seg.iter(id) {
+            match item {
+                Ok((k, v)) => assert_eq!(entries.get(&k).map(|x| &x[..]), Some(v)),
+                Err(_) => saw_error = true,
+            }
+        }
+    }
+    saw_error
+}
+
+#[test]
+fn every_single_byte_flip_is_detected() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = flip_sample();
+    write(dir.path(), "orig", &tables, 64);
+    let good = std::fs::read(dir.path().join("orig")).unwrap();
+    assert!(
+        Segment::open(dir.path().join("orig"))
+            .unwrap()
+            .table_meta(POSTINGS)
+            .unwrap()
+            .blocks
+            > 2
+    );
+    let path = dir.path().join("flipped");
+    for i in 0..good.len() {
+        for x in [0x01u8, 0x80, 0xff] {
+            let mut bad = good.clone();
+            bad[i] ^= x;
+            std::fs::write(&path, &bad).unwrap();
+            match Segment::open(&path) {
+                Err(e) => assert!(e.is_corruption(), "byte {i}: {e}"),
+                Ok(seg) => {
+                    let report = seg.verify();
+                    assert!(!report.is_ok(), "flip of byte {i} by {x:#x} went unnoticed");
+                    assert!(report.problems.iter().all(|p| p.path == path));
+                    let seg = Segment::open(&path).unwrap(); // fresh: nothing verified yet
+                    assert!(
+                        assert_never_wrong(&seg, &tables),
+                        "byte {i}: reads saw no error"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn truncated_and_extended_files_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "orig", &flip_sample(), 64);
+    let good = std::fs::read(dir.path().join("orig")).unwrap();
+    let path = dir.path().join("cut");
+    for len in 0..good.len() {
+        std::fs::write(&path, &good[..len]).unwrap();
+        let e = Segment::open(&path).unwrap_err();
+        assert!(e.is_corruption(), "len {len}: {e}");
+    }
+    let mut longer = good.clone();
+    longer.push(0);
+    std::fs::write(&path, &longer).unwrap();
+    assert!(matches!(Segment::open(&path), Err(Error::BadMagic { .. })));
+    // verify_file turns open failures into problems.
+    let report = Segment::verify_file(&path).unwrap();
+    assert_eq!(report.problems.len(), 1);
+    assert!(Segment::verify_file(dir.path().join("missing")).is_err());
+}
+
+#[test]
+fn unknown_version_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "orig", &flip_sample(), 64);
+    let mut bytes = std::fs::read(dir.path().join("orig")).unwrap();
+    let f = bytes.len() - 48;
+    bytes[f + 32..f + 36].copy_from_slice(&2u32.to_le_bytes());
+    let crc = crc32fast::hash(&bytes[f..f + 36]);
+    bytes[f + 36..f + 40].copy_from_slice(&crc.to_le_bytes());
+    let path = dir.path().join("v2");
+    std::fs::write(&path, &bytes).unwrap();
+    match Segment::open(&path) {
+        Err(Error::UnsupportedFormatVersion {
+            found: 2,
+            supported: 1,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn corrupt_block_reports_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = flip_sample();
+    write(dir.path(), "orig", &tables, 64);
+    let path = dir.path().join("orig");
+    let seg = Segment::open(&path).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[16 + 4] ^= 0x40; // first key of the first block of the first table
+    let bad = dir.path().join("bad");
+    std::fs::write(&bad, &bytes).unwrap();
+    drop(seg);
+    let seg = Segment::open(&bad).unwrap();
+    match seg.get(POSTINGS, 0) {
+        Err(Error::ChecksumMismatch {
+            path, offset: 16, ..
+        }) => assert_eq!(path, bad),
+        other => panic!("{other:?}"),
+    }
+    let report = seg.verify();
+    assert_eq!(report.problems.len(), 1);
+    assert_eq!(report.problems[0].offset, 16);
+    assert!(report.problems[0].to_string().contains("bad"));
+}
+
+#[test]
+fn bad_values_are_reported_with_their_file_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Tables::new();
+    t.insert(
+        POSTINGS,
+        [(1, vec![TAG_RAW]), (2, vec![0x09, 1])]
+            .into_iter()
+            .collect(),
+    );
+    t.insert(
+        FORWARD,
+        [(1, [2u64, 1].iter().flat_map(|x| x.to_le_bytes()).collect())]
+            .into_iter()
+            .collect(),
+    );
+    write(dir.path(), "s", &t, 4096);
+    let path = dir.path().join("s");
+    let seg = Segment::open(&path).unwrap();
+    // Block: header 16, n 4, keys 16, ends 8, then values: [01] [09 01] -> value 2 at 16+28+1.
+    match seg.get_postings(POSTINGS, 2) {
+        Err(Error::Corrupt {
+            path: p,
+            offset: 45,
+            ..
+        }) => assert_eq!(p, path),
+        other => panic!("{other:?}"),
+    }
+    let report = seg.verify();
+    assert_eq!(report.problems.len(), 2, "{:?}", report.problems);
+    assert!(
+        seg.get_u64s(FORWARD, 1).unwrap().is_some(),
+        "order is verify's job, not get's"
+    );
+}
+
+#[test]
+fn shared_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Segment>();
+    use rayon::prelude::*;
+    let dir = tempfile::tempdir().unwrap();
+    let tables = sample_tables();
+    write(dir.path(), "s", &tables, 512);
+    let seg = std::sync::Arc::new(Segment::open(dir.path().join("s")).unwrap());
+    let keys: Vec<u64> = tables[&POSTINGS].keys().copied().collect();
+    let found = keys
+        .par_iter()
+        .filter(|&&k| seg.get(POSTINGS, k).unwrap().is_some())
+        .count();
+    assert_eq!(found, keys.len());
+}
+
+fn arb_tables() -> impl Strategy<Value = Tables> {
+    let entries = prop::collection::btree_map(
+        prop_oneof![0u64..64, any::<u64>(), (u64::MAX - 3)..=u64::MAX],
+        prop::collection::vec(any::<u8>(), 0..40),
+        0..120,
+    );
+    // Opaque table ids only: random bytes are not valid postings / feature arrays.
+    prop::collection::btree_map(
+        prop::sample::select(vec![0u32, 3, 4, 5, 100]),
+        entries,
+        0..4,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn random_tables_match_a_btreemap(tables in arb_tables(), target in 1usize..300, probes in prop::collection::vec(any::<u64>(), 8), ranges in prop::collection::vec((0u64..80, 0u64..80), 4)) {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = write(dir.path(), "p", &tables, target);
+        let seg = Segment::open(dir.path().join("p")).unwrap();
+        prop_assert_eq!(seg.meta(), meta);
+        check_contents(&seg, &tables);
+        for id in [0u32, 3, 4, 5, 6, 100] {
+            let model = tables.get(&id);
+            for &k in &probes {
+                prop_assert_eq!(seg.get(id, k).unwrap(), model.and_then(|m| m.get(&k)).map(|v| &v[..]));
+            }
+            for &(lo, hi) in &ranges {
+                let got: Vec<u64> = seg.range(id, lo, hi).map(|r| r.unwrap().0).collect();
+                let want: Vec<u64> = match model {
+                    Some(m) if lo <= hi => m.range(lo..=hi).map(|(k, _)| *k).collect(),
+                    _ => vec![],
+                };
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+}

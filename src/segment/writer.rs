@@ -1,0 +1,328 @@
+//! `SegmentWriter`: writes a segment sequentially from sorted streams and publishes it
+//! atomically (write `<name>.tmp`, fsync, rename to `<name>`, fsync the directory).
+//!
+//! Memory stays bounded by one block buffer, the current table's block index (32 bytes per
+//! block) and one directory entry per finished table.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoResultExt, Result};
+
+use super::block::{BlockBuilder, ENTRY_OVERHEAD};
+use super::format::{
+    encode_header, BlockRef, DirEntry, Footer, DIR_ENTRY_LEN, FOOTER_LEN, FORMAT_VERSION,
+    HEADER_LEN, INDEX_ENTRY_LEN,
+};
+use super::{SegmentMeta, TableMeta, DEFAULT_BLOCK_TARGET, MAX_VALUE_LEN};
+
+/// The table being written.
+struct OpenTable {
+    id: u32,
+    entries: u64,
+    min_key: u64,
+    last_key: Option<u64>,
+    data_offset: u64,
+    value_bytes: u64,
+    blocks: Vec<BlockRef>,
+}
+
+/// Writes one segment file. See the module docs of `segment` for the call sequence.
+pub struct SegmentWriter {
+    tmp_path: PathBuf,
+    final_path: PathBuf,
+    dir: PathBuf,
+    file_name: String,
+    out: BufWriter<File>,
+    /// Bytes written so far (the offset of the next byte).
+    pos: u64,
+    block_target: usize,
+    block: BlockBuilder,
+    table: Option<OpenTable>,
+    done: Vec<DirEntry>,
+    /// Set after an I/O error: the file is in an unknown state and must not be published.
+    poisoned: bool,
+}
+
+impl SegmentWriter {
+    /// Starts `<dir>/<name>.tmp` with the default block target (32 KiB).
+    pub fn create(dir: impl AsRef<Path>, name: &str) -> Result<Self> {
+        Self::create_with_block_target(dir, name, DEFAULT_BLOCK_TARGET)
+    }
+
+    /// Like `create`, with blocks closed once they reach about `block_target` bytes (tests use
+    /// tiny blocks to exercise many of them; readers do not depend on the value).
+    pub fn create_with_block_target(
+        dir: impl AsRef<Path>,
+        name: &str,
+        block_target: usize,
+    ) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        if name.is_empty()
+            || name.contains(['/', '\\'])
+            || name == "."
+            || name == ".."
+            || name.ends_with(".tmp")
+        {
+            return Err(Error::InvalidArgument(format!(
+                "bad segment file name {name:?}"
+            )));
+        }
+        let final_path = dir.join(name);
+        if final_path.exists() {
+            let e =
+                std::io::Error::new(std::io::ErrorKind::AlreadyExists, "segment already exists");
+            return Err(Error::io(final_path, e));
+        }
+        let tmp_path = dir.join(format!("{name}.tmp"));
+        // A leftover .tmp is an orphan of a crashed writer: truncating it is safe.
+        let file = File::create(&tmp_path).at(&tmp_path)?;
+        let mut w = SegmentWriter {
+            tmp_path,
+            final_path,
+            dir,
+            file_name: name.to_string(),
+            out: BufWriter::with_capacity(256 * 1024, file),
+            pos: 0,
+            block_target: block_target.max(1),
+            block: BlockBuilder::default(),
+            table: None,
+            done: Vec::new(),
+            poisoned: false,
+        };
+        w.write(&encode_header())?;
+        debug_assert_eq!(w.pos, HEADER_LEN as u64);
+        Ok(w)
+    }
+
+    /// Path of the temporary file being written.
+    pub fn tmp_path(&self) -> &Path {
+        &self.tmp_path
+    }
+
+    /// Bytes written so far (lets the caller roll over to a new segment at a size limit).
+    pub fn bytes_written(&self) -> u64 {
+        self.pos + self.block.encoded_len() as u64
+    }
+
+    /// Starts table `id`. Tables may be written in any order; each id at most once.
+    pub fn begin_table(&mut self, id: u32) -> Result<()> {
+        self.check_usable()?;
+        if let Some(t) = &self.table {
+            return Err(misuse(format!(
+                "begin_table({id}) while table {} is open",
+                t.id
+            )));
+        }
+        if self.done.iter().any(|d| d.table_id == id) {
+            return Err(misuse(format!("table {id} written twice")));
+        }
+        let data_offset = self.pos;
+        self.table = Some(OpenTable {
+            id,
+            entries: 0,
+            min_key: 0,
+            last_key: None,
+            data_offset,
+            value_bytes: 0,
+            blocks: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Appends an entry to the open table; `key` must be greater than the previous key.
+    pub fn add(&mut self, key: u64, value: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        let Some(t) = self.table.as_mut() else {
+            return Err(misuse("add() outside begin_table/end_table".to_string()));
+        };
+        if let Some(last) = t.last_key.filter(|&last| key <= last) {
+            return Err(misuse(format!(
+                "table {}: key {key} is not greater than the previous key {last}",
+                t.id
+            )));
+        }
+        if value.len() > MAX_VALUE_LEN {
+            return Err(misuse(format!(
+                "table {}: value of {} bytes exceeds {MAX_VALUE_LEN}",
+                t.id,
+                value.len()
+            )));
+        }
+        if t.last_key.is_none() {
+            t.min_key = key;
+        }
+        t.last_key = Some(key);
+        t.entries += 1;
+        t.value_bytes += value.len() as u64;
+        // Close the block before it would pass the target. A value larger than the target thus
+        // lands in a block of its own, and no block exceeds max(target, one entry).
+        let grown = self.block.encoded_len() + ENTRY_OVERHEAD + value.len();
+        if !self.block.is_empty() && (grown > self.block_target || grown > super::MAX_BLOCK_LEN) {
+            self.flush_block()?;
+        }
+        self.block.push(key, value);
+        Ok(())
+    }
+
+    /// Closes the open table: flushes its last block and writes its block index.
+    pub fn end_table(&mut self) -> Result<()> {
+        self.check_usable()?;
+        if self.table.is_none() {
+            return Err(misuse("end_table() without begin_table()".to_string()));
+        }
+        if !self.block.is_empty() {
+            self.flush_block()?;
+        }
+        let Some(t) = self.table.take() else {
+            return Ok(());
+        };
+        let index_offset = self.pos;
+        let mut crc = crc32fast::Hasher::new();
+        for b in &t.blocks {
+            let bytes = b.encode();
+            crc.update(&bytes);
+            self.write(&bytes)?;
+        }
+        debug_assert_eq!(
+            self.pos - index_offset,
+            (t.blocks.len() * INDEX_ENTRY_LEN) as u64
+        );
+        let block_count = u32::try_from(t.blocks.len())
+            .map_err(|_| misuse(format!("table {} has more than 2^32 blocks", t.id)))?;
+        self.done.push(DirEntry {
+            table_id: t.id,
+            block_count,
+            entry_count: t.entries,
+            min_key: t.min_key,
+            max_key: t.last_key.unwrap_or(0),
+            data_offset: t.data_offset,
+            data_len: index_offset - t.data_offset,
+            index_offset,
+            value_bytes: t.value_bytes,
+            index_crc: crc.finalize(),
+            reserved: 0,
+        });
+        Ok(())
+    }
+
+    /// Writes directory and footer, fsyncs, renames `<name>.tmp` to `<name>`, fsyncs the
+    /// directory, and describes what was written.
+    pub fn finish(mut self) -> Result<SegmentMeta> {
+        self.check_usable()?;
+        if let Some(t) = &self.table {
+            return Err(misuse(format!("finish() while table {} is open", t.id)));
+        }
+        // The directory is sorted by table id so readers can binary-search it.
+        self.done.sort_by_key(|d| d.table_id);
+        let dir_offset = self.pos;
+        let mut crc = crc32fast::Hasher::new();
+        for d in std::mem::take(&mut self.done).iter() {
+            let bytes = d.encode();
+            crc.update(&bytes);
+            self.write(&bytes)?;
+            self.done.push(*d);
+        }
+        let dir_len = self.pos - dir_offset;
+        debug_assert_eq!(dir_len, (self.done.len() * DIR_ENTRY_LEN) as u64);
+        let footer = Footer {
+            dir_offset,
+            dir_len,
+            file_len: self.pos + FOOTER_LEN as u64,
+            dir_crc: crc.finalize(),
+            table_count: self.done.len() as u32,
+            version: FORMAT_VERSION,
+        };
+        self.write(&footer.encode())?;
+        debug_assert_eq!(self.pos, footer.file_len);
+
+        let tmp = self.tmp_path.clone();
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| Error::io(&tmp, e.into_error()))?;
+        file.sync_all().at(&tmp)?;
+        drop(file);
+        std::fs::rename(&tmp, &self.final_path).at(&self.final_path)?;
+        sync_dir(&self.dir)?;
+
+        let tables = self.done.iter().map(table_meta).collect();
+        Ok(SegmentMeta {
+            file_name: self.file_name,
+            bytes: self.pos,
+            tables,
+        })
+    }
+
+    fn flush_block(&mut self) -> Result<()> {
+        let offset = self.pos;
+        let expected = self.block.encoded_len();
+        let written = match self.block.write_to(&mut self.out) {
+            Ok(w) => w,
+            Err(e) => {
+                self.poisoned = true;
+                return Err(Error::io(&self.tmp_path, e));
+            }
+        };
+        self.pos += written.len as u64;
+        debug_assert_eq!(written.len as usize, expected);
+        if let Some(t) = self.table.as_mut() {
+            t.blocks.push(BlockRef {
+                first_key: written.first_key,
+                last_key: written.last_key,
+                offset,
+                len: written.len,
+                crc: written.crc,
+            });
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        if let Err(e) = self.out.write_all(bytes) {
+            self.poisoned = true;
+            return Err(Error::io(&self.tmp_path, e));
+        }
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.poisoned {
+            return Err(misuse(format!(
+                "{}: writer failed earlier and cannot continue",
+                self.tmp_path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The public description of a finished table.
+pub(super) fn table_meta(d: &DirEntry) -> TableMeta {
+    TableMeta {
+        id: d.table_id,
+        entries: d.entry_count,
+        min_key: d.min_key,
+        max_key: d.max_key,
+        bytes: d.data_len + d.index_len(),
+        value_bytes: d.value_bytes,
+        blocks: d.block_count,
+    }
+}
+
+fn misuse(reason: String) -> Error {
+    Error::InvalidArgument(reason)
+}
+
+/// Makes the rename durable: on POSIX a rename is only persistent once the directory is synced.
+fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}

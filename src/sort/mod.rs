@@ -1,0 +1,223 @@
+//! Out-of-core external sort for fixed-width records ((shingle hash, doc) postings and
+//! (doc, doc) pairs) under a memory budget.
+//!
+//! Records are buffered up to `mem_bytes`, sorted in memory (rayon), and spilled as checksummed
+//! run files (`run.rs` writes them, `cursor.rs` reads them; format in
+//! `format-spec/sort-run.md`); `finish` then k-way merges the memory-mapped runs with a loser
+//! tree (`merge.rs`), with intermediate passes when there are more runs than
+//! `fan_in`. With N records and m records per run that is O(N log N) comparisons and
+//! O(N log_fan_in(N/m)) bytes of run I/O. If nothing spilled, the output streams from memory.
+//!
+//! Memory: the buffer is allocated once at exactly the budget's worth of records (no Vec
+//! doubling); merging holds per-run cursors, a 64 KiB block and the mapped pages it is
+//! reading, which it hands back to the kernel as it goes.
+
+mod cursor;
+mod merge;
+mod record;
+mod run;
+
+use std::path::PathBuf;
+
+use rayon::slice::ParallelSliceMut;
+
+use crate::error::{Error, IoResultExt, Result};
+pub use merge::SortedStream;
+pub use record::{DocPair, KeyDoc, Record};
+pub use run::remove_stale_runs;
+use run::{RunWriter, SpilledRun};
+
+/// Options of one sort.
+#[derive(Clone, Debug)]
+pub struct SortOptions {
+    /// Budget for the in-memory buffer, in bytes of in-memory records (`size_of::<R>()` each,
+    /// e.g. 16 for `KeyDoc`, which encodes to 12 bytes on disk). At least one record.
+    pub mem_bytes: u64,
+    /// Where run files go (the engine passes `<index>/tmp/`); created on first spill.
+    pub tmp_dir: PathBuf,
+    /// Most runs merged at once (>= 2); more runs cause intermediate merge passes.
+    pub fan_in: usize,
+    /// Drop exact duplicate records from the output.
+    pub dedup: bool,
+}
+
+impl SortOptions {
+    /// Options with the default fan-in (128) and no dedup.
+    pub fn new(mem_bytes: u64, tmp_dir: impl Into<PathBuf>) -> Self {
+        SortOptions {
+            mem_bytes,
+            tmp_dir: tmp_dir.into(),
+            fan_in: DEFAULT_FAN_IN,
+            dedup: false,
+        }
+    }
+}
+
+impl Default for SortOptions {
+    /// 256 MiB, the system temp dir, fan-in 128, no dedup. The engine overrides `tmp_dir`.
+    fn default() -> Self {
+        SortOptions::new(DEFAULT_MEM_BYTES, std::env::temp_dir())
+    }
+}
+
+/// Default memory budget: 256 MiB.
+pub const DEFAULT_MEM_BYTES: u64 = 256 << 20;
+
+/// Default fan-in: 128 cursors of 64 KiB blocks is cheap, and 128 runs of a 256 MiB budget
+/// already cover 32 GiB in a single merge pass.
+pub const DEFAULT_FAN_IN: usize = 128;
+
+/// What a sort did, for logs and for checking the O(N log(N/m)) behaviour.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SortStats {
+    /// Records pushed (before dedup).
+    pub records: u64,
+    /// Runs spilled from the in-memory buffer.
+    pub runs_spilled: u64,
+    /// Bytes of those runs.
+    pub bytes_spilled: u64,
+    /// Intermediate merges (each writes one new run).
+    pub intermediate_merges: u64,
+    /// Bytes written by intermediate merges.
+    pub bytes_merged: u64,
+    /// Times the most-merged record is read back from disk: 0 = sorted in memory, 1 = one
+    /// final merge, 1 + k = k intermediate levels. Set by `finish`.
+    pub merge_passes: u32,
+}
+
+/// Sorts records of type `R` within a memory budget. Dropping it deletes its run files.
+pub struct ExternalSorter<R: Record> {
+    opts: SortOptions,
+    capacity: usize,
+    buf: Vec<R>,
+    runs: Vec<SpilledRun>,
+    stats: SortStats,
+    dir_ready: bool,
+}
+
+impl<R: Record> ExternalSorter<R> {
+    /// Checks the options; allocates nothing until the first push.
+    pub fn new(opts: SortOptions) -> Result<Self> {
+        let per = std::mem::size_of::<R>().max(1) as u64;
+        if opts.mem_bytes < per {
+            return Err(Error::InvalidArgument(format!(
+                "sort memory budget {} B is below one record ({per} B)",
+                opts.mem_bytes
+            )));
+        }
+        if opts.fan_in < 2 {
+            return Err(Error::InvalidArgument(format!(
+                "sort fan-in must be at least 2, got {}",
+                opts.fan_in
+            )));
+        }
+        let capacity = usize::try_from(opts.mem_bytes / per).unwrap_or(usize::MAX);
+        Ok(ExternalSorter {
+            opts,
+            capacity,
+            buf: Vec::new(),
+            runs: Vec::new(),
+            stats: SortStats::default(),
+            dir_ready: false,
+        })
+    }
+
+    /// Adds a record, first spilling the buffer if it is full.
+    #[inline]
+    pub fn push(&mut self, r: R) -> Result<()> {
+        if self.buf.len() == self.buf.capacity() {
+            self.make_room()?;
+        }
+        self.buf.push(r); // within capacity: never reallocates
+        self.stats.records += 1;
+        Ok(())
+    }
+
+    /// Adds every record of `it`.
+    pub fn extend(&mut self, it: impl IntoIterator<Item = R>) -> Result<()> {
+        for r in it {
+            self.push(r)?;
+        }
+        Ok(())
+    }
+
+    /// Statistics so far (`merge_passes` is only known after `finish`; see `SortedStream::stats`).
+    pub fn stats(&self) -> SortStats {
+        self.stats
+    }
+
+    /// The buffer is full: allocate it on first use, otherwise spill it.
+    #[cold]
+    fn make_room(&mut self) -> Result<()> {
+        if self.buf.capacity() == 0 {
+            // Exactly the budget, once; try_ so an absurd budget is an error, not an abort.
+            self.buf.try_reserve_exact(self.capacity).map_err(|e| {
+                Error::InvalidArgument(format!(
+                    "cannot allocate a {} B sort buffer: {e}",
+                    self.opts.mem_bytes
+                ))
+            })?;
+            return Ok(());
+        }
+        self.spill()
+    }
+
+    fn sort_buffer(&mut self) {
+        // Small buffers are not worth waking the pool for.
+        if self.buf.len() > 1 << 14 {
+            self.buf.par_sort_unstable();
+        } else {
+            self.buf.sort_unstable();
+        }
+        if self.opts.dedup {
+            self.buf.dedup();
+        }
+    }
+
+    /// Sorts the buffer and writes it out as a level-0 run.
+    fn spill(&mut self) -> Result<()> {
+        self.sort_buffer();
+        if !self.dir_ready {
+            std::fs::create_dir_all(&self.opts.tmp_dir).at(&self.opts.tmp_dir)?;
+            self.dir_ready = true;
+        }
+        let mut w = RunWriter::<R>::create(&self.opts.tmp_dir)?;
+        for r in &self.buf {
+            w.push(r)?;
+        }
+        let run = w.finish(0)?;
+        self.stats.runs_spilled += 1;
+        self.stats.bytes_spilled += run.bytes;
+        self.runs.push(run);
+        self.buf.clear(); // keeps the allocation for the next run
+        Ok(())
+    }
+
+    /// Ends input and returns the records in order. Runs beyond the fan-in are merged first;
+    /// the last buffer stays in memory as a merge input when that does not add a pass.
+    pub fn finish(mut self) -> Result<SortedStream<R>> {
+        if self.runs.is_empty() {
+            self.sort_buffer();
+            let buf = std::mem::take(&mut self.buf);
+            return Ok(SortedStream::from_memory(buf, self.stats));
+        }
+        if !self.buf.is_empty() && self.runs.len() + 1 > self.opts.fan_in {
+            self.spill()?;
+        } else {
+            self.sort_buffer();
+        }
+        let runs = std::mem::take(&mut self.runs);
+        let runs = merge::reduce_runs::<R>(
+            runs,
+            self.opts.fan_in,
+            &self.opts.tmp_dir,
+            self.opts.dedup,
+            &mut self.stats,
+        )?;
+        let tail = std::mem::take(&mut self.buf);
+        SortedStream::merge(runs, tail, self.opts.dedup, self.stats)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,125 @@
+//! The fixed-width records the external sort handles, and their byte encodings.
+//!
+//! A run file stores records as `SIZE` little-endian bytes each. The in-memory order (`Ord`)
+//! is what the sort uses; it is *not* the memcmp order of the encoding (little-endian integers
+//! do not compare bytewise), which is why runs are merged on decoded values.
+
+use byteorder::{ByteOrder, LittleEndian};
+
+/// A fixed-width record with a total order equal to the order of its encoded bytes as defined
+/// by the record (not necessarily memcmp): `decode(encode(x)) == x`, so sorting decoded values
+/// sorts the file.
+///
+/// Contract for implementors: `encode` writes exactly `out[..SIZE]` and `decode` reads exactly
+/// `bytes[..SIZE]`; callers always pass slices of exactly `SIZE` bytes, so the fixed-offset
+/// reads inside can't go out of bounds. Every `SIZE`-byte pattern must decode to *some* value
+/// (no validation, no panic); corruption is caught by the run file's crc32, not here.
+pub trait Record: Copy + Ord + Send + Sync + 'static {
+    /// Encoded width in bytes (> 0).
+    const SIZE: usize;
+    /// Record kind stored in the run-file header, so a run of one kind is never read as another.
+    /// 1 = [`KeyDoc`], 2 = [`DocPair`]; other implementors pick an unused value.
+    const KIND: u32;
+    /// Writes the record into `out[..SIZE]`.
+    fn encode(&self, out: &mut [u8]);
+    /// Reads a record from `bytes[..SIZE]`.
+    fn decode(bytes: &[u8]) -> Self;
+}
+
+/// A (shingle hash, doc id) posting. Order: key, then doc.
+///
+/// Encoding (12 bytes): `key: u64 LE`, `doc: u32 LE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct KeyDoc {
+    pub key: u64,
+    pub doc: u32,
+}
+
+impl Record for KeyDoc {
+    const SIZE: usize = 12;
+    const KIND: u32 = 1;
+
+    #[inline]
+    fn encode(&self, out: &mut [u8]) {
+        LittleEndian::write_u64(&mut out[0..8], self.key);
+        LittleEndian::write_u32(&mut out[8..12], self.doc);
+    }
+
+    #[inline]
+    fn decode(bytes: &[u8]) -> Self {
+        KeyDoc {
+            key: LittleEndian::read_u64(&bytes[0..8]),
+            doc: LittleEndian::read_u32(&bytes[8..12]),
+        }
+    }
+}
+
+/// A pair of doc ids (candidate pair, edge of the duplicate graph). Order: a, then b.
+///
+/// Encoding (8 bytes): `a: u32 LE`, `b: u32 LE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct DocPair {
+    pub a: u32,
+    pub b: u32,
+}
+
+impl Record for DocPair {
+    const SIZE: usize = 8;
+    const KIND: u32 = 2;
+
+    #[inline]
+    fn encode(&self, out: &mut [u8]) {
+        LittleEndian::write_u32(&mut out[0..4], self.a);
+        LittleEndian::write_u32(&mut out[4..8], self.b);
+    }
+
+    #[inline]
+    fn decode(bytes: &[u8]) -> Self {
+        DocPair {
+            a: LittleEndian::read_u32(&bytes[0..4]),
+            b: LittleEndian::read_u32(&bytes[4..8]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keydoc_encoding_is_key_le_then_doc_le() {
+        let mut buf = [0u8; 12];
+        KeyDoc {
+            key: 0x0102_0304_0506_0708,
+            doc: 0x0A0B_0C0D,
+        }
+        .encode(&mut buf);
+        assert_eq!(buf, [8, 7, 6, 5, 4, 3, 2, 1, 0x0D, 0x0C, 0x0B, 0x0A]);
+        assert_eq!(
+            KeyDoc::decode(&buf),
+            KeyDoc {
+                key: 0x0102_0304_0506_0708,
+                doc: 0x0A0B_0C0D
+            }
+        );
+    }
+
+    #[test]
+    fn docpair_encoding_round_trips() {
+        let mut buf = [0u8; 8];
+        let p = DocPair { a: 7, b: u32::MAX };
+        p.encode(&mut buf);
+        assert_eq!(buf, [7, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF]);
+        assert_eq!(DocPair::decode(&buf), p);
+    }
+
+    #[test]
+    fn order_is_field_order_not_memcmp() {
+        // 256 encodes as [0, 1, ..] and 1 as [1, 0, ..]: memcmp would put 256 first.
+        let small = KeyDoc { key: 1, doc: 9 };
+        let big = KeyDoc { key: 256, doc: 0 };
+        assert!(small < big);
+        assert!(KeyDoc { key: 5, doc: 1 } < KeyDoc { key: 5, doc: 2 });
+        assert!(DocPair { a: 1, b: 100 } < DocPair { a: 2, b: 0 });
+    }
+}

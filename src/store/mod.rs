@@ -1,0 +1,386 @@
+//! The mutable half of the index, kept in RocksDB: document catalog, key and digest lookups,
+//! batches, clusters, tombstones, options and the manifest of live segments.
+//!
+//! Every change of an operation goes into one [`CatalogBatch`] written with `sync`, so it is
+//! atomic and durable: RocksDB is our write-ahead log (format-spec/rocksdb.md).
+
+pub mod manifest;
+pub mod records;
+
+use std::path::{Path, PathBuf};
+
+use rocksdb::{
+    ColumnFamily, ColumnFamilyDescriptor, IteratorMode, Options, WriteBatch, WriteOptions, DB,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+pub use manifest::{Manifest, SegmentEntry};
+pub use records::DocRecord;
+use records::{decode_u32, doc_key, encode_u32, parse_doc_key};
+
+/// Column families, in the order they are opened.
+pub const CF_META: &str = "meta";
+pub const CF_DOCS: &str = "docs";
+pub const CF_KEYS: &str = "keys";
+pub const CF_DIGESTS: &str = "digests";
+pub const CF_BATCHES: &str = "batches";
+pub const CF_CLUSTERS: &str = "clusters";
+pub const CF_MEMBERS: &str = "members";
+pub const CF_TOMBSTONES: &str = "tombstones";
+const ALL_CFS: [&str; 8] = [
+    CF_META,
+    CF_DOCS,
+    CF_KEYS,
+    CF_DIGESTS,
+    CF_BATCHES,
+    CF_CLUSTERS,
+    CF_MEMBERS,
+    CF_TOMBSTONES,
+];
+
+/// Keys of the `meta` column family.
+pub const META_OPTIONS: &[u8] = b"options";
+pub const META_MANIFEST: &[u8] = b"manifest";
+pub const META_NEXT_DOC: &[u8] = b"next_doc";
+
+/// How to open the catalog.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A reader: never writes, may run while a writer works.
+    ReadOnly,
+    /// The single writer (the caller holds the index lock).
+    ReadWrite,
+}
+
+/// The RocksDB database of an index.
+pub struct Catalog {
+    db: DB,
+    path: PathBuf,
+}
+
+impl Catalog {
+    /// Opens (creating when `ReadWrite`) the catalog at `path`.
+    pub fn open(path: &Path, access: Access) -> Result<Self> {
+        let mut opts = Options::default();
+        opts.create_if_missing(access == Access::ReadWrite);
+        opts.create_missing_column_families(access == Access::ReadWrite);
+        opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        opts.set_keep_log_file_num(4);
+        let cfs = ALL_CFS
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
+        let db = match access {
+            Access::ReadWrite => DB::open_cf_descriptors(&opts, path, cfs),
+            Access::ReadOnly => DB::open_cf_descriptors_read_only(&opts, path, cfs, false),
+        }
+        .map_err(|e| db_err(path, e))?;
+        Ok(Catalog {
+            db,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Directory of the RocksDB database.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn cf(&self, name: &str) -> &ColumnFamily {
+        // Every name in ALL_CFS is opened (and created) in `open`, so the handle exists.
+        self.db
+            .cf_handle(name)
+            .expect("column family opened in Catalog::open")
+    }
+
+    fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db
+            .get_cf(self.cf(cf), key)
+            .map_err(|e| db_err(&self.path, e))
+    }
+
+    /// A JSON value of the `meta` column family.
+    pub fn meta_json<T: DeserializeOwned>(&self, key: &[u8]) -> Result<Option<T>> {
+        match self.get(CF_META, key)? {
+            None => Ok(None),
+            Some(v) => serde_json::from_slice(&v)
+                .map(Some)
+                .map_err(|e| Error::CorruptEntry {
+                    what: format!("meta/{}", String::from_utf8_lossy(key)),
+                    reason: e.to_string(),
+                }),
+        }
+    }
+
+    /// The live-segment manifest (empty for a new index).
+    pub fn manifest(&self) -> Result<Manifest> {
+        Ok(self.meta_json(META_MANIFEST)?.unwrap_or_else(Manifest::new))
+    }
+
+    /// The next doc id to allocate.
+    pub fn next_doc(&self) -> Result<u32> {
+        match self.get(CF_META, META_NEXT_DOC)? {
+            None => Ok(0),
+            Some(v) => decode_u32("meta/next_doc", &v),
+        }
+    }
+
+    /// One document's record.
+    pub fn doc(&self, doc: u32) -> Result<Option<DocRecord>> {
+        self.get(CF_DOCS, &doc_key(doc))?
+            .map(|v| DocRecord::decode(doc, &v))
+            .transpose()
+    }
+
+    /// Records of many documents at once (one RocksDB multi-get), in the order asked.
+    pub fn docs(&self, ids: &[u32]) -> Result<Vec<Option<DocRecord>>> {
+        let cf = self.cf(CF_DOCS);
+        let keys: Vec<[u8; 4]> = ids.iter().map(|&d| doc_key(d)).collect();
+        let got = self.db.multi_get_cf(keys.iter().map(|k| (cf, k)));
+        ids.iter()
+            .zip(got)
+            .map(|(&d, r)| match r.map_err(|e| db_err(&self.path, e))? {
+                None => Ok(None),
+                Some(v) => DocRecord::decode(d, &v).map(Some),
+            })
+            .collect()
+    }
+
+    /// All documents in id order (deleted ones included; see [`Catalog::tombstones`]).
+    pub fn iter_docs(&self) -> impl Iterator<Item = Result<(u32, DocRecord)>> + '_ {
+        self.db
+            .iterator_cf(self.cf(CF_DOCS), IteratorMode::Start)
+            .map(move |item| {
+                let (k, v) = item.map_err(|e| db_err(&self.path, e))?;
+                let doc = parse_doc_key(&k)?;
+                Ok((doc, DocRecord::decode(doc, &v)?))
+            })
+    }
+
+    /// The live document with this key.
+    pub fn doc_by_key(&self, key: &str) -> Result<Option<u32>> {
+        self.get(CF_KEYS, key.as_bytes())?
+            .map(|v| decode_u32(&format!("keys/{key}"), &v))
+            .transpose()
+    }
+
+    /// The first live document with this canonical-text digest.
+    pub fn doc_by_digest(&self, digest: &[u8; 16]) -> Result<Option<u32>> {
+        self.get(CF_DIGESTS, digest)?
+            .map(|v| decode_u32("digests/..", &v))
+            .transpose()
+    }
+
+    /// The batch id registered under `name`.
+    pub fn batch_by_name(&self, name: &str) -> Result<Option<u32>> {
+        let key = [b"name/".as_slice(), name.as_bytes()].concat();
+        self.get(CF_BATCHES, &key)?
+            .map(|v| decode_u32(&format!("batches/name/{name}"), &v))
+            .transpose()
+    }
+
+    /// A batch's JSON record.
+    pub fn batch<T: DeserializeOwned>(&self, id: u32) -> Result<Option<T>> {
+        let key = batch_id_key(id);
+        match self.get(CF_BATCHES, &key)? {
+            None => Ok(None),
+            Some(v) => serde_json::from_slice(&v)
+                .map(Some)
+                .map_err(|e| Error::CorruptEntry {
+                    what: format!("batches/{id}"),
+                    reason: e.to_string(),
+                }),
+        }
+    }
+
+    /// All batch records in id order.
+    pub fn batches<T: DeserializeOwned>(&self) -> Result<Vec<(u32, T)>> {
+        let mut out = Vec::new();
+        let it = self.db.iterator_cf(
+            self.cf(CF_BATCHES),
+            IteratorMode::From(b"id/", rocksdb::Direction::Forward),
+        );
+        for item in it {
+            let (k, v) = item.map_err(|e| db_err(&self.path, e))?;
+            if !k.starts_with(b"id/") {
+                break;
+            }
+            let id = parse_doc_key(&k[3..])?;
+            let rec = serde_json::from_slice(&v).map_err(|e| Error::CorruptEntry {
+                what: format!("batches/{id}"),
+                reason: e.to_string(),
+            })?;
+            out.push((id, rec));
+        }
+        Ok(out)
+    }
+
+    /// Cluster id of a document: its stored cluster, or itself when it is a singleton.
+    pub fn cluster_of(&self, doc: u32) -> Result<u32> {
+        Ok(self
+            .get(CF_CLUSTERS, &doc_key(doc))?
+            .map(|v| decode_u32("clusters/..", &v))
+            .transpose()?
+            .unwrap_or(doc))
+    }
+
+    /// Members of a stored (non-singleton) cluster, as a roaring bitmap.
+    pub fn members(&self, cluster: u32) -> Result<Option<roaring::RoaringBitmap>> {
+        match self.get(CF_MEMBERS, &doc_key(cluster))? {
+            None => Ok(None),
+            Some(v) => roaring::RoaringBitmap::deserialize_from(&v[..])
+                .map(Some)
+                .map_err(|e| Error::CorruptEntry {
+                    what: format!("members/{cluster}"),
+                    reason: e.to_string(),
+                }),
+        }
+    }
+
+    /// All stored non-singleton clusters: (cluster id, members).
+    pub fn iter_members(&self) -> impl Iterator<Item = Result<(u32, roaring::RoaringBitmap)>> + '_ {
+        self.db
+            .iterator_cf(self.cf(CF_MEMBERS), IteratorMode::Start)
+            .map(move |item| {
+                let (k, v) = item.map_err(|e| db_err(&self.path, e))?;
+                let id = parse_doc_key(&k)?;
+                let bm = roaring::RoaringBitmap::deserialize_from(&v[..]).map_err(|e| {
+                    Error::CorruptEntry {
+                        what: format!("members/{id}"),
+                        reason: e.to_string(),
+                    }
+                })?;
+                Ok((id, bm))
+            })
+    }
+
+    /// Deleted documents.
+    pub fn tombstones(&self) -> Result<roaring::RoaringBitmap> {
+        let mut bm = roaring::RoaringBitmap::new();
+        for item in self
+            .db
+            .iterator_cf(self.cf(CF_TOMBSTONES), IteratorMode::Start)
+        {
+            let (k, _) = item.map_err(|e| db_err(&self.path, e))?;
+            bm.insert(parse_doc_key(&k)?);
+        }
+        Ok(bm)
+    }
+
+    /// Starts a write batch; nothing is visible until [`Catalog::commit`].
+    pub fn batch_writer(&self) -> CatalogBatch<'_> {
+        CatalogBatch {
+            cat: self,
+            wb: WriteBatch::default(),
+        }
+    }
+
+    /// Writes a batch atomically and durably (fsync of RocksDB's WAL).
+    pub fn commit(&self, batch: CatalogBatch<'_>) -> Result<()> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        self.db
+            .write_opt(batch.wb, &wo)
+            .map_err(|e| db_err(&self.path, e))
+    }
+
+    /// Approximate on-disk size of the RocksDB files.
+    pub fn disk_bytes(&self) -> u64 {
+        dir_bytes(&self.path)
+    }
+}
+
+/// Changes staged for one atomic catalog write.
+pub struct CatalogBatch<'a> {
+    cat: &'a Catalog,
+    wb: WriteBatch,
+}
+
+impl CatalogBatch<'_> {
+    pub fn put_meta_json<T: Serialize>(&mut self, key: &[u8], value: &T) {
+        // Serializing our own plain structs to JSON cannot fail.
+        let v = serde_json::to_vec(value).expect("meta values serialize");
+        self.wb.put_cf(self.cat.cf(CF_META), key, v);
+    }
+    pub fn put_next_doc(&mut self, next: u32) {
+        self.wb
+            .put_cf(self.cat.cf(CF_META), META_NEXT_DOC, encode_u32(next));
+    }
+    pub fn put_doc(&mut self, doc: u32, rec: &DocRecord) {
+        self.wb
+            .put_cf(self.cat.cf(CF_DOCS), doc_key(doc), rec.encode());
+    }
+    pub fn put_key(&mut self, key: &str, doc: u32) {
+        self.wb
+            .put_cf(self.cat.cf(CF_KEYS), key.as_bytes(), encode_u32(doc));
+    }
+    pub fn delete_key(&mut self, key: &str) {
+        self.wb.delete_cf(self.cat.cf(CF_KEYS), key.as_bytes());
+    }
+    pub fn put_digest(&mut self, digest: &[u8; 16], doc: u32) {
+        self.wb
+            .put_cf(self.cat.cf(CF_DIGESTS), digest, encode_u32(doc));
+    }
+    pub fn delete_digest(&mut self, digest: &[u8; 16]) {
+        self.wb.delete_cf(self.cat.cf(CF_DIGESTS), digest);
+    }
+    pub fn put_batch<T: Serialize>(&mut self, id: u32, name: &str, rec: &T) {
+        let v = serde_json::to_vec(rec).expect("batch records serialize");
+        self.wb.put_cf(self.cat.cf(CF_BATCHES), batch_id_key(id), v);
+        let nk = [b"name/".as_slice(), name.as_bytes()].concat();
+        self.wb.put_cf(self.cat.cf(CF_BATCHES), nk, encode_u32(id));
+    }
+    pub fn put_cluster(&mut self, doc: u32, cluster: u32) {
+        self.wb
+            .put_cf(self.cat.cf(CF_CLUSTERS), doc_key(doc), encode_u32(cluster));
+    }
+    pub fn delete_cluster(&mut self, doc: u32) {
+        self.wb.delete_cf(self.cat.cf(CF_CLUSTERS), doc_key(doc));
+    }
+    pub fn put_members(&mut self, cluster: u32, members: &roaring::RoaringBitmap) {
+        let mut v = Vec::with_capacity(members.serialized_size());
+        members
+            .serialize_into(&mut v)
+            .expect("serializing into a Vec cannot fail");
+        self.wb.put_cf(self.cat.cf(CF_MEMBERS), doc_key(cluster), v);
+    }
+    pub fn delete_members(&mut self, cluster: u32) {
+        self.wb.delete_cf(self.cat.cf(CF_MEMBERS), doc_key(cluster));
+    }
+    pub fn put_tombstone(&mut self, doc: u32) {
+        self.wb.put_cf(self.cat.cf(CF_TOMBSTONES), doc_key(doc), []);
+    }
+    /// Number of staged operations.
+    pub fn len(&self) -> usize {
+        self.wb.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.wb.is_empty()
+    }
+}
+
+fn batch_id_key(id: u32) -> Vec<u8> {
+    [b"id/".as_slice(), &doc_key(id)].concat()
+}
+
+fn db_err(path: &Path, e: rocksdb::Error) -> Error {
+    Error::Db {
+        path: path.to_owned(),
+        message: e.into_string(),
+    }
+}
+
+/// Total size of the regular files under `dir` (not following links).
+pub fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}

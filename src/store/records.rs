@@ -1,0 +1,179 @@
+//! Binary codecs for the values the catalog keeps in RocksDB (see format-spec/rocksdb.md).
+//!
+//! Document records are read on every query answer and every pair, so they are a fixed
+//! little-endian header followed by the key bytes, not JSON.
+
+use byteorder::{ByteOrder, LittleEndian as LE};
+
+use crate::error::{Error, Result};
+
+/// The catalog's record of one document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocRecord {
+    /// The document's key (relative path, URI, JSONL id).
+    pub key: String,
+    /// Id of the batch that added it.
+    pub batch: u32,
+    /// Canonical words.
+    pub words: u32,
+    /// Distinct shingles before sampling.
+    pub shingles: u32,
+    /// Stored features (the sampled shingle set); |A| in resemblance.
+    pub features: u32,
+    /// 64-bit Charikar simhash.
+    pub simhash: u64,
+    /// Exact-duplicate digest of the canonical text.
+    pub digest: [u8; 16],
+    /// Size of the raw input document in bytes.
+    pub bytes: u64,
+}
+
+/// Version byte of the document record encoding.
+pub const DOC_RECORD_VERSION: u8 = 1;
+/// Size of the fixed part of a document record, before the key bytes.
+pub const DOC_RECORD_HEADER: usize = 1 + 4 + 4 + 4 + 4 + 8 + 16 + 8 + 4;
+
+impl DocRecord {
+    /// Encodes as in format-spec/rocksdb.md, "docs".
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![0u8; DOC_RECORD_HEADER + self.key.len()];
+        out[0] = DOC_RECORD_VERSION;
+        LE::write_u32(&mut out[1..5], self.batch);
+        LE::write_u32(&mut out[5..9], self.words);
+        LE::write_u32(&mut out[9..13], self.shingles);
+        LE::write_u32(&mut out[13..17], self.features);
+        LE::write_u64(&mut out[17..25], self.simhash);
+        out[25..41].copy_from_slice(&self.digest);
+        LE::write_u64(&mut out[41..49], self.bytes);
+        LE::write_u32(&mut out[49..53], self.key.len() as u32);
+        out[DOC_RECORD_HEADER..].copy_from_slice(self.key.as_bytes());
+        debug_assert_eq!(out.len(), DOC_RECORD_HEADER + self.key.len());
+        out
+    }
+
+    /// Decodes a record; `doc` only names the entry in errors.
+    pub fn decode(doc: u32, b: &[u8]) -> Result<Self> {
+        let bad = |reason: &str| Error::CorruptEntry {
+            what: format!("docs/{doc}"),
+            reason: reason.into(),
+        };
+        if b.len() < DOC_RECORD_HEADER {
+            return Err(bad("record shorter than its header"));
+        }
+        if b[0] != DOC_RECORD_VERSION {
+            return Err(bad(&format!("unknown record version {}", b[0])));
+        }
+        let key_len = LE::read_u32(&b[49..53]) as usize;
+        if b.len() != DOC_RECORD_HEADER + key_len {
+            return Err(bad("key length does not match record length"));
+        }
+        let key = std::str::from_utf8(&b[DOC_RECORD_HEADER..])
+            .map_err(|_| bad("key is not UTF-8"))?
+            .to_owned();
+        let mut digest = [0u8; 16];
+        digest.copy_from_slice(&b[25..41]);
+        Ok(DocRecord {
+            key,
+            batch: LE::read_u32(&b[1..5]),
+            words: LE::read_u32(&b[5..9]),
+            shingles: LE::read_u32(&b[9..13]),
+            features: LE::read_u32(&b[13..17]),
+            simhash: LE::read_u64(&b[17..25]),
+            digest,
+            bytes: LE::read_u64(&b[41..49]),
+        })
+    }
+}
+
+/// Doc ids as RocksDB keys: big-endian, so iteration order is id order.
+pub fn doc_key(doc: u32) -> [u8; 4] {
+    doc.to_be_bytes()
+}
+
+/// Inverse of [`doc_key`].
+pub fn parse_doc_key(b: &[u8]) -> Result<u32> {
+    <[u8; 4]>::try_from(b)
+        .map(u32::from_be_bytes)
+        .map_err(|_| Error::CorruptEntry {
+            what: "doc id key".into(),
+            reason: format!("{} bytes, expected 4", b.len()),
+        })
+}
+
+/// A u32 value (doc id, cluster id) stored little-endian.
+pub fn encode_u32(v: u32) -> [u8; 4] {
+    v.to_le_bytes()
+}
+
+/// Inverse of [`encode_u32`]; `what` names the entry in errors.
+pub fn decode_u32(what: &str, b: &[u8]) -> Result<u32> {
+    <[u8; 4]>::try_from(b)
+        .map(u32::from_le_bytes)
+        .map_err(|_| Error::CorruptEntry {
+            what: what.into(),
+            reason: format!("{} bytes, expected 4", b.len()),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> DocRecord {
+        DocRecord {
+            key: "docs/a/b.html".into(),
+            batch: 3,
+            words: 1200,
+            shingles: 1100,
+            features: 1100,
+            simhash: 0xdead_beef_0123_4567,
+            digest: [7; 16],
+            bytes: 65_000,
+        }
+    }
+
+    #[test]
+    fn doc_record_round_trip() {
+        let r = sample();
+        let enc = r.encode();
+        assert_eq!(enc.len(), DOC_RECORD_HEADER + r.key.len());
+        assert_eq!(DocRecord::decode(1, &enc).unwrap(), r);
+    }
+
+    #[test]
+    fn doc_record_golden_bytes() {
+        // The layout of format-spec/rocksdb.md, "docs": any drift breaks this test.
+        let enc = sample().encode();
+        assert_eq!(enc[0], 1);
+        assert_eq!(&enc[1..5], &[3, 0, 0, 0]);
+        assert_eq!(&enc[5..9], &1200u32.to_le_bytes());
+        assert_eq!(&enc[17..25], &0xdead_beef_0123_4567u64.to_le_bytes());
+        assert_eq!(&enc[49..53], &13u32.to_le_bytes());
+        assert_eq!(&enc[53..], b"docs/a/b.html");
+    }
+
+    #[test]
+    fn doc_record_corruption_detected() {
+        let enc = sample().encode();
+        assert!(DocRecord::decode(1, &enc[..enc.len() - 1]).is_err());
+        assert!(DocRecord::decode(1, &enc[..10]).is_err());
+        let mut v = enc.clone();
+        v[0] = 9;
+        assert!(DocRecord::decode(1, &v).is_err());
+        let mut v = enc.clone();
+        v[49] = 200;
+        assert!(DocRecord::decode(1, &v).is_err());
+        let mut v = enc;
+        let n = v.len();
+        v[n - 1] = 0xff;
+        assert!(DocRecord::decode(1, &v).is_err());
+    }
+
+    #[test]
+    fn doc_keys_sort_by_id() {
+        assert!(doc_key(1) < doc_key(256));
+        assert_eq!(parse_doc_key(&doc_key(77)).unwrap(), 77);
+        assert!(parse_doc_key(&[1, 2]).is_err());
+        assert!(decode_u32("x", &[1]).is_err());
+    }
+}

@@ -1,0 +1,217 @@
+//! A consistent snapshot for reading: the live segments named by one manifest, the tombstones
+//! and the per-document feature counts of the same catalog state.
+//!
+//! Everything the query path and the pair pipeline read goes through a `View`, so an answer
+//! never mixes two publishes.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::index::SEGMENTS_DIR;
+use crate::options::IndexOptions;
+use crate::segment::{self, Segment};
+use crate::store::{Catalog, SegmentEntry};
+
+/// Segment table of keys whose document frequency within the segment exceeds
+/// [`FREQUENT_DF`]: key -> df (u32 LE). Used only to order probe keys (rare first).
+pub const FREQUENT_TABLE: u32 = 3;
+/// A key in more documents than this (within one segment) goes into [`FREQUENT_TABLE`].
+pub const FREQUENT_DF: u32 = 16;
+
+/// One live segment with the manifest entry that published it.
+pub struct LiveSegment {
+    pub entry: SegmentEntry,
+    pub seg: Arc<Segment>,
+}
+
+/// A read snapshot of the index.
+pub struct View {
+    /// Live segments, in manifest (publish) order.
+    pub segments: Vec<LiveSegment>,
+    /// Segments indexed by the doc ranges of their forward tables, sorted by `doc_lo`.
+    by_doc: Vec<(u32, u32, usize)>,
+    /// Deleted documents.
+    pub tombstones: RoaringBitmap,
+    /// Features per document id (0 = no such document).
+    pub sizes: Vec<u32>,
+    /// Document frequency of the frequent keys, summed over segments.
+    pub frequent: HashMap<u64, u32>,
+}
+
+impl View {
+    /// Loads the snapshot described by the catalog's current manifest.
+    pub fn load(dir: &Path, catalog: &Catalog, _options: &IndexOptions) -> Result<View> {
+        let manifest = catalog.manifest()?;
+        let mut segments = Vec::with_capacity(manifest.segments.len());
+        for entry in manifest.segments {
+            let path = dir.join(SEGMENTS_DIR).join(&entry.file);
+            let seg = Segment::open(&path)?;
+            if seg.len_bytes() != entry.bytes {
+                return Err(Error::corrupt(
+                    &path,
+                    0,
+                    format!(
+                        "file is {} bytes, the manifest says {}",
+                        seg.len_bytes(),
+                        entry.bytes
+                    ),
+                ));
+            }
+            segments.push(LiveSegment {
+                entry,
+                seg: Arc::new(seg),
+            });
+        }
+        let mut by_doc: Vec<(u32, u32, usize)> = segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.entry.doc_lo, s.entry.doc_hi, i))
+            .collect();
+        by_doc.sort_unstable();
+        let mut frequent = HashMap::new();
+        for s in &segments {
+            if s.seg.contains_table(FREQUENT_TABLE) {
+                for item in s.seg.iter(FREQUENT_TABLE) {
+                    let (key, v) = item?;
+                    let df = v.try_into().map(u32::from_le_bytes).map_err(|_| {
+                        Error::corrupt(
+                            s.seg.path(),
+                            0,
+                            format!("frequent-key value of {} bytes", v.len()),
+                        )
+                    })?;
+                    *frequent.entry(key).or_insert(0) += df;
+                }
+            }
+        }
+        let next = catalog.next_doc()? as usize;
+        let mut sizes = vec![0u32; next];
+        for item in catalog.iter_docs() {
+            let (doc, rec) = item?;
+            if let Some(s) = sizes.get_mut(doc as usize) {
+                *s = rec.features;
+            }
+        }
+        Ok(View {
+            segments,
+            by_doc,
+            tombstones: catalog.tombstones()?,
+            sizes,
+            frequent,
+        })
+    }
+
+    /// This view plus one more (not yet published) segment holding documents
+    /// `entry.doc_lo..entry.doc_hi` with the given feature counts, and extra tombstones.
+    /// Ingest matches a batch against this before publishing it.
+    pub fn with_new_segment(
+        &self,
+        path: &Path,
+        entry: SegmentEntry,
+        new_sizes: &[u32],
+        extra_tombstones: &RoaringBitmap,
+    ) -> Result<View> {
+        let mut segments: Vec<LiveSegment> = self
+            .segments
+            .iter()
+            .map(|s| LiveSegment {
+                entry: s.entry.clone(),
+                seg: Arc::clone(&s.seg),
+            })
+            .collect();
+        let mut frequent = self.frequent.clone();
+        if entry.doc_hi > entry.doc_lo {
+            let seg = Segment::open(path)?;
+            for item in seg.iter(FREQUENT_TABLE) {
+                let (key, v) = item?;
+                let df = v.try_into().map(u32::from_le_bytes).unwrap_or(0);
+                *frequent.entry(key).or_insert(0) += df;
+            }
+            segments.push(LiveSegment {
+                entry,
+                seg: Arc::new(seg),
+            });
+        }
+        let mut by_doc: Vec<(u32, u32, usize)> = segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.entry.doc_lo, s.entry.doc_hi, i))
+            .collect();
+        by_doc.sort_unstable();
+        let mut sizes = self.sizes.clone();
+        sizes.extend_from_slice(new_sizes);
+        Ok(View {
+            segments,
+            by_doc,
+            tombstones: &self.tombstones | extra_tombstones,
+            sizes,
+            frequent,
+        })
+    }
+
+    /// Number of allocated document ids (live, deleted and replaced).
+    pub fn doc_ids(&self) -> u32 {
+        self.sizes.len() as u32
+    }
+
+    /// True when `doc` exists and is not deleted.
+    pub fn is_live(&self, doc: u32) -> bool {
+        (doc as usize) < self.sizes.len() && !self.tombstones.contains(doc)
+    }
+
+    /// Feature count of a document (0 when unknown).
+    pub fn size(&self, doc: u32) -> u32 {
+        self.sizes.get(doc as usize).copied().unwrap_or(0)
+    }
+
+    /// Copies the sorted features of `doc` into `out`. Returns false when no live segment holds
+    /// the document.
+    pub fn features_into(&self, doc: u32, out: &mut Vec<u64>) -> Result<bool> {
+        out.clear();
+        let i = self.by_doc.partition_point(|&(lo, _, _)| lo <= doc);
+        // Several segments may cover overlapping ranges after compaction of part of them;
+        // search backwards from the last range starting at or before `doc`.
+        for &(lo, hi, si) in self.by_doc[..i].iter().rev() {
+            if doc >= lo && doc < hi {
+                let seg = &self.segments[si].seg;
+                if let Some(v) = seg.get_u64s(segment::FORWARD, doc as u64)? {
+                    out.extend(v.iter());
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Calls `f` with every live document in the posting lists of `key`, over all segments.
+    pub fn for_each_posting(&self, key: u64, mut f: impl FnMut(u32)) -> Result<()> {
+        for s in &self.segments {
+            if let Some(list) = s.seg.get_postings(segment::POSTINGS, key)? {
+                if self.tombstones.is_empty() {
+                    list.for_each(&mut f);
+                } else {
+                    list.for_each(|d| {
+                        if !self.tombstones.contains(d) {
+                            f(d)
+                        }
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Document frequency of a key as far as the probe order needs it: its summed df when it is
+    /// frequent somewhere, else 0 (all rare keys are equally good to probe).
+    pub fn probe_weight(&self, key: u64) -> u32 {
+        if self.frequent.is_empty() {
+            0
+        } else {
+            self.frequent.get(&key).copied().unwrap_or(0)
+        }
+    }
+}

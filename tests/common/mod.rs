@@ -1,0 +1,201 @@
+//! Shared helpers of the integration tests: the built binary, temp dirs, and the shared
+//! llvm-docs corpus with its exact truth (extracted once per target dir, never committed).
+#![allow(dead_code)]
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use ndd_index::Threshold;
+
+/// Runs the built `ndd-index` with `args`; panics with its stderr when it fails.
+pub fn ndd(args: &[&str]) -> Output {
+    let out = ndd_raw(args);
+    assert!(
+        out.status.success(),
+        "ndd-index {:?} failed ({}):\n{}",
+        args,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs the built `ndd-index` with `args`, whatever its exit status.
+pub fn ndd_raw(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ndd-index"))
+        .args(args)
+        .output()
+        .expect("run ndd-index")
+}
+
+/// Standard output as text.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+/// A fresh directory under the cargo target tmp dir.
+pub fn temp_dir(name: &str) -> tempfile::TempDir {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::Builder::new()
+        .prefix(name)
+        .tempdir_in(base)
+        .unwrap()
+}
+
+/// The shared corpus folder, or None (with a printed notice) when absent. Under CI it must be
+/// there: a missing corpus fails the test instead of skipping it.
+pub fn corpus_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/llvm-docs");
+    if dir.join("docs.tar.zst").exists() && dir.join("truth.tsv").exists() {
+        return Some(dir);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "CI is set but the shared corpus is missing at {}",
+            dir.display()
+        );
+    }
+    eprintln!(
+        "NOTICE: shared corpus not found at {}; skipping this test",
+        dir.display()
+    );
+    None
+}
+
+/// The corpus, extracted once into the target dir: the folder that holds `docs/`.
+pub fn extracted(corpus: &Path) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("llvm-docs");
+        let done = base.join(".complete");
+        if !done.exists() {
+            // Another test binary may be extracting at the same time: extract into a private
+            // directory, then rename it into place (the loser of the race discards its copy).
+            let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("llvm-docs.{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&tmp);
+            std::fs::create_dir_all(&tmp).unwrap();
+            let st = Command::new("tar")
+                .arg("--zstd")
+                .arg("-xf")
+                .arg(corpus.join("docs.tar.zst"))
+                .arg("-C")
+                .arg(&tmp)
+                .status()
+                .expect("run tar (is zstd installed? run tools/setup.sh)");
+            assert!(st.success(), "extracting the corpus failed");
+            std::fs::write(tmp.join(".complete"), b"").unwrap();
+            if std::fs::rename(&tmp, &base).is_err() {
+                let _ = std::fs::remove_dir_all(&tmp);
+            }
+        }
+        assert!(
+            done.exists(),
+            "corpus extraction incomplete at {}",
+            base.display()
+        );
+        base
+    })
+    .clone()
+}
+
+/// The exact truth of the corpus: doc keys and every pair with J >= 0.3.
+pub struct Truth {
+    pub keys: Vec<String>,
+    /// (doc_a, doc_b, intersection, shingles_a, shingles_b)
+    pub rows: Vec<(u32, u32, u64, u64, u64)>,
+}
+
+impl Truth {
+    pub fn load(corpus: &Path) -> &'static Truth {
+        static T: OnceLock<Truth> = OnceLock::new();
+        T.get_or_init(|| {
+            let man = std::fs::read_to_string(corpus.join("manifest.tsv")).unwrap();
+            let keys: Vec<String> = man
+                .lines()
+                .skip(1)
+                .map(|l| l.split('\t').nth(1).unwrap().to_owned())
+                .collect();
+            let tsv = std::fs::read_to_string(corpus.join("truth.tsv")).unwrap();
+            let rows = tsv
+                .lines()
+                .skip(1)
+                .map(|l| {
+                    let f: Vec<&str> = l.split('\t').collect();
+                    (
+                        f[0].parse().unwrap(),
+                        f[1].parse().unwrap(),
+                        f[6].parse().unwrap(),
+                        f[4].parse().unwrap(),
+                        f[5].parse().unwrap(),
+                    )
+                })
+                .collect();
+            Truth { keys, rows }
+        })
+    }
+
+    /// Key pairs (ordered a < b) with exact Jaccard >= t.
+    pub fn pairs_at(&self, t: Threshold) -> HashSet<(String, String)> {
+        self.rows
+            .iter()
+            .filter(|&&(_, _, i, sa, sb)| t.admits(i, sa + sb - i))
+            .map(|&(a, b, ..)| ordered(&self.keys[a as usize], &self.keys[b as usize]))
+            .collect()
+    }
+
+    /// Exact Jaccard of truth pairs, by ordered key pair.
+    pub fn jaccard(&self) -> HashMap<(String, String), f64> {
+        self.rows
+            .iter()
+            .map(|&(a, b, i, sa, sb)| {
+                (
+                    ordered(&self.keys[a as usize], &self.keys[b as usize]),
+                    i as f64 / (sa + sb - i) as f64,
+                )
+            })
+            .collect()
+    }
+}
+
+pub fn ordered(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_owned(), b.to_owned())
+    } else {
+        (b.to_owned(), a.to_owned())
+    }
+}
+
+/// Parses `pairs` output: key_a, key_b, resemblance.
+pub fn parse_pairs(text: &str) -> HashMap<(String, String), f64> {
+    text.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 3, "bad pairs line {l:?}");
+            assert!(f[0] < f[1], "key_a must sort before key_b: {l:?}");
+            ((f[0].to_owned(), f[1].to_owned()), f[2].parse().unwrap())
+        })
+        .collect()
+}
+
+/// (precision, recall) of `found` against `truth`.
+pub fn precision_recall<K: std::hash::Hash + Eq>(
+    found: &HashSet<K>,
+    truth: &HashSet<K>,
+) -> (f64, f64) {
+    let tp = found.iter().filter(|p| truth.contains(p)).count() as f64;
+    let p = if found.is_empty() {
+        1.0
+    } else {
+        tp / found.len() as f64
+    };
+    let r = if truth.is_empty() {
+        1.0
+    } else {
+        tp / truth.len() as f64
+    };
+    (p, r)
+}
