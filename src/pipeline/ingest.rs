@@ -112,8 +112,19 @@ pub struct IngestSummary {
     pub near_duplicate_pairs: u64,
     pub exact_duplicates: u64,
     pub seconds: f64,
+    /// Wall time by stage: read+canonicalize+fingerprint, postings (sort + write), match, publish.
+    pub stage_seconds: StageSeconds,
     pub docs_per_second: f64,
     pub mb_per_second: f64,
+}
+
+/// Wall time of the stages of an ingest, in seconds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StageSeconds {
+    pub read: f64,
+    pub postings: f64,
+    pub matching: f64,
+    pub publish: f64,
 }
 
 /// Progress of a running ingest, for progress bars.
@@ -263,14 +274,26 @@ impl Index {
         let tombstones = self.view.tombstones.clone();
         let mut failure: Option<Error> = None;
 
-        for chunk in rx {
-            if failure.is_some() {
-                continue; // drain the reader so it can finish
+        // Canonicalize and fingerprint on a stage of its own, so that the next chunk is
+        // prepared on both cores while this thread files the previous one.
+        let (ptx, prx) = sync_channel::<Vec<Prepared>>(2);
+        let stage_opts = fp_opts;
+        let preparer = std::thread::spawn(move || {
+            for chunk in rx {
+                let prepared: Vec<Prepared> = chunk
+                    .into_par_iter()
+                    .map(|item| prepare(item, &stage_opts))
+                    .collect();
+                if ptx.send(prepared).is_err() {
+                    return;
+                }
             }
-            let prepared: Vec<Prepared> = chunk
-                .into_par_iter()
-                .map(|item| prepare(item, &fp_opts))
-                .collect();
+        });
+
+        for prepared in prx {
+            if failure.is_some() {
+                continue; // drain the stages so they can finish
+            }
             for p in prepared {
                 s.documents_read += 1;
                 let (key, origin, bytes, fp) = match p {
@@ -382,6 +405,7 @@ impl Index {
             });
         }
         let _ = reader.join();
+        let _ = preparer.join();
         if let Some(e) = failure {
             return Err(e); // the unfinished segment is dropped: only a .tmp remains, removed on open
         }
@@ -390,6 +414,8 @@ impl Index {
 
         // Postings from the sorted (key, doc) stream, straight into the segment.
         progress(Progress::Stage("sorting postings"));
+        let mut lap = Instant::now();
+        s.stage_seconds.read = started.elapsed().as_secs_f64();
         let mut frequent: Vec<(u64, u32)> = Vec::new();
         let mut keys = 0u64;
         writer.begin_table(segment::POSTINGS)?;
@@ -434,6 +460,8 @@ impl Index {
 
         // Match the new documents against everything, the new segment included.
         progress(Progress::Stage("matching"));
+        s.stage_seconds.postings = lap.elapsed().as_secs_f64();
+        lap = Instant::now();
         let added = doc_hi - doc_lo;
         let entry = SegmentEntry {
             id: seg_id,
@@ -461,6 +489,8 @@ impl Index {
 
         // Stage the publish.
         progress(Progress::Stage("publishing"));
+        s.stage_seconds.matching = lap.elapsed().as_secs_f64();
+        lap = Instant::now();
         let mut wb = catalog.batch_writer();
         let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
         let clusters = cluster::apply_edges(catalog, &mut wb, &edges, doc_lo)?;
@@ -521,6 +551,7 @@ impl Index {
         }
         catalog.commit(wb)?;
         self.reload_view()?;
+        s.stage_seconds.publish = lap.elapsed().as_secs_f64();
 
         // Reports, now that cluster ids and keys are final.
         let key_of = |d: u32| -> Result<String> {
