@@ -22,6 +22,29 @@ pub const FREQUENT_TABLE: u32 = 3;
 /// A key in more documents than this (within one segment) goes into [`FREQUENT_TABLE`].
 pub const FREQUENT_DF: u32 = 16;
 
+/// Hasher for maps keyed by our 64-bit feature hashes: they are uniformly distributed already
+/// (xxh3 output), so the identity is a perfect hash and SipHash would only cost time.
+#[derive(Default, Clone, Copy)]
+pub struct FeatureHasher(u64);
+
+impl std::hash::Hasher for FeatureHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed through `write_u64`; fold anything else defensively.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// A map from feature hash to a value.
+pub type FeatureMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<FeatureHasher>>;
+
 /// One live segment with the manifest entry that published it.
 pub struct LiveSegment {
     pub entry: SegmentEntry,
@@ -39,7 +62,7 @@ pub struct View {
     /// Features per document id (0 = no such document).
     pub sizes: Vec<u32>,
     /// Document frequency of the frequent keys, summed over segments.
-    pub frequent: HashMap<u64, u32>,
+    pub frequent: FeatureMap<u32>,
 }
 
 impl View {
@@ -72,7 +95,7 @@ impl View {
             .map(|(i, s)| (s.entry.doc_lo, s.entry.doc_hi, i))
             .collect();
         by_doc.sort_unstable();
-        let mut frequent = HashMap::new();
+        let mut frequent = FeatureMap::default();
         for s in &segments {
             if s.seg.contains_table(FREQUENT_TABLE) {
                 for item in s.seg.iter(FREQUENT_TABLE) {

@@ -15,8 +15,9 @@ fn one_batch_index() -> Option<(PathBuf, PathBuf)> {
     IDX.get_or_init(|| {
         let corpus = corpus_dir()?;
         let docs = extracted(&corpus);
-        let dir = temp_dir("exact-one").keep();
-        let idx = dir.join("idx");
+        // A fixed path (replaced on every run) so that repeated runs leave nothing behind.
+        let idx = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("corpus-exact-one-batch.idx");
+        let _ = std::fs::remove_dir_all(&idx);
         ndd(&[
             "ingest",
             "--quiet",

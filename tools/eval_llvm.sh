@@ -12,10 +12,10 @@ CORPUS="$HERE/../shared/corpus/llvm-docs"
 SCORE="$HERE/../shared/peer-bench/score_pairs.py"
 WORK="${WORK:-${CARGO_TARGET_DIR:-$HERE/target}/eval-llvm}"
 mkdir -p "$WORK"
-if [ ! -f "$WORK/docs/.complete" ]; then
+if [ ! -f "$WORK/docs.complete" ]; then
   rm -rf "$WORK/docs"; mkdir -p "$WORK/docs"
   tar --zstd -xf "$CORPUS/docs.tar.zst" -C "$WORK/docs"
-  touch "$WORK/docs/.complete"
+  touch "$WORK/docs.complete"
 fi
 TIME=/usr/bin/time; [ -x "$TIME" ] || TIME=""
 echo "| sample | T | ingest s | pairs s | peak RSS MiB | index MiB | bytes/doc | pairs | precision | recall | F1 |"

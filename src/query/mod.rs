@@ -43,6 +43,8 @@ pub struct QueryAnswer {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exact_duplicate: Option<String>,
     pub hits: Vec<QueryHit>,
+    /// Time spent answering, canonicalization included, in microseconds.
+    pub micros: u64,
 }
 
 impl Index {
@@ -55,6 +57,7 @@ impl Index {
         charset: Option<&str>,
         opts: &QueryOptions,
     ) -> Result<QueryAnswer> {
+        let started = std::time::Instant::now();
         if opts.threshold.as_f64() <= 0.0 {
             return Err(crate::error::Error::InvalidArgument(
                 "query needs a threshold above 0".into(),
@@ -103,6 +106,7 @@ impl Index {
             features: fp.features.len() as u32,
             exact_duplicate,
             hits,
+            micros: started.elapsed().as_micros() as u64,
         })
     }
 }

@@ -70,7 +70,8 @@ pub fn extracted(corpus: &Path) -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("llvm-docs");
-        let done = base.join(".complete");
+        // The marker sits next to the folder, not in it: everything inside is ingested.
+        let done = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("llvm-docs.complete");
         if !done.exists() {
             // Another test binary may be extracting at the same time: extract into a private
             // directory, then rename it into place (the loser of the race discards its copy).
@@ -87,10 +88,10 @@ pub fn extracted(corpus: &Path) -> PathBuf {
                 .status()
                 .expect("run tar (is zstd installed? run tools/setup.sh)");
             assert!(st.success(), "extracting the corpus failed");
-            std::fs::write(tmp.join(".complete"), b"").unwrap();
             if std::fs::rename(&tmp, &base).is_err() {
                 let _ = std::fs::remove_dir_all(&tmp);
             }
+            std::fs::write(&done, b"").unwrap();
         }
         assert!(
             done.exists(),
