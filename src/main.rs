@@ -91,6 +91,9 @@ struct IngestArgs {
     /// JSONL field holding HTML (preferred over the text field when present).
     #[arg(long, default_value = "html")]
     jsonl_html: String,
+    /// Documents larger than this are rejected (reported, not indexed).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
+    max_doc_bytes: u64,
     /// No progress bar and no per-document errors on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -189,7 +192,7 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
             jsonl_id_field: a.jsonl_id,
             jsonl_text_field: a.jsonl_text,
             jsonl_html_field: a.jsonl_html,
-            ..InputOptions::default()
+            max_doc_bytes: a.max_doc_bytes,
         },
         strict: a.strict,
         mem_bytes: a.mem.unwrap_or_else(default_mem),

@@ -228,6 +228,12 @@ impl Index {
         let seg_file = Manifest::file_name(seg_id);
         let seg_dir = self.dir().join(crate::index::SEGMENTS_DIR);
         let mut writer = SegmentWriter::create(&seg_dir, &seg_file)?;
+        // Until the catalog names the segment, any early return removes its file(s) (the next
+        // writer's orphan sweep would too; this keeps a failed run from leaving litter).
+        let mut unpublished = Unpublished(vec![
+            seg_dir.join(format!("{seg_file}.tmp")),
+            seg_dir.join(&seg_file),
+        ]);
         writer.begin_table(segment::FORWARD)?;
         let mut sorter = ExternalSorter::<KeyDoc>::new(SortOptions {
             mem_bytes: opts.mem_bytes,
@@ -545,11 +551,11 @@ impl Index {
             segment: s.segment.clone(),
         };
         wb.put_batch(batch_id, &name, &record);
-        if added == 0 {
-            drop(view);
-            let _ = std::fs::remove_file(self.segment_path(&seg_file));
-        }
+        drop(view); // an empty batch's segment file goes with `unpublished`
         catalog.commit(wb)?;
+        if added > 0 {
+            unpublished.0.clear(); // published: the file belongs to the manifest now
+        }
         self.reload_view()?;
         s.stage_seconds.publish = lap.elapsed().as_secs_f64();
 
@@ -585,6 +591,17 @@ impl Index {
         s.docs_per_second = s.documents_read as f64 / secs.max(1e-9);
         s.mb_per_second = s.input_bytes as f64 / 1e6 / secs.max(1e-9);
         Ok(s)
+    }
+}
+
+/// Files of a segment that is not (yet) published; removed when dropped.
+struct Unpublished(Vec<PathBuf>);
+
+impl Drop for Unpublished {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 
