@@ -10,7 +10,7 @@ rm -rf "$IDX"
 step() { printf '\n== %s\n' "$*"; }
 
 step "generating 2,000 documents in 2 nightly batches under $WORK/corpus"
-"$GEN" --out "$WORK/corpus" --docs 2000 --batches 2 --seed 7 --quiet
+"$GEN" --out "$WORK/corpus" --docs 2000 --batches 2 --seed 7 --edit-rate 0.03 --quiet
 ls "$WORK/corpus"
 
 step "night 1: ndd-index ingest --batch night-1"
@@ -24,9 +24,11 @@ grep '"near_duplicate"' "$WORK/night-2.jsonl" | head -n 3
 step "re-running night 2 is safe: nothing changes"
 "$BIN" ingest --index "$IDX" --batch night-2 "$WORK/corpus/batch-02"
 
-step "query one page of night 2 (not added to the index)"
+step "query a page that is not indexed: a copy of an indexed page with one paragraph dropped"
 page=$(grep -l . -r "$WORK/corpus/batch-02" --include='*.html' | sort | head -n 1)
-"$BIN" query --index "$IDX" --threshold 0.5 --top 5 "$page"
+awk '/<p>/ && !done { done = 1; next } { print }' "$page" > "$WORK/edited-page.html"
+echo "(edited copy of ${page#$WORK/corpus/})"
+"$BIN" query --index "$IDX" --threshold 0.5 --top 5 "$WORK/edited-page.html"
 
 step "clusters (first 12 lines of cluster_id<TAB>key)"
 "$BIN" clusters --index "$IDX" | head -n 12

@@ -30,8 +30,8 @@ for s in "${SETTINGS[@]}"; do
   rss=$(cat "$WORK/rss1" "$WORK/rss2" 2>/dev/null | sort -n | tail -1)
   stats=$("$BIN" stats --json --index "$idx")
   read -r total per <<<"$(python3 -c 'import json,sys; s=json.load(sys.stdin); print(s["bytes"]["total"], round(s["bytes_per_document"]))' <<<"$stats")"
-  score=$(python3 "$SCORE" "$WORK/pairs.tsv" "$CORPUS/manifest.tsv" "$CORPUS/truth.tsv" --threshold "$T" --json "$WORK/score.json" >/dev/null; \
-          python3 -c 'import json; s=json.load(open("'"$WORK/score.json"'")); print(f"{s[\"precision\"]:.4f} | {s[\"recall\"]:.4f} | {s[\"f1\"]:.4f}")')
+  python3 "$SCORE" "$WORK/pairs.tsv" "$CORPUS/manifest.tsv" "$CORPUS/truth.tsv" --threshold "$T" --json "$WORK/score.json" >/dev/null
+  score=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print("%.4f | %.4f | %.4f" % (s["precision"], s["recall"], s["f1"]))' "$WORK/score.json")
   printf '| %s | %s | %.2f | %.2f | %s | %.1f | %s | %s | %s |\n' "$s" "$T" \
     "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" "$(( ${rss:-0} / 1024 ))" \
     "$(echo "$total / 1048576" | bc -l)" "$per" "$(wc -l < "$WORK/pairs.tsv")" "$score"
