@@ -66,26 +66,17 @@ impl Index {
         for sub in [SEGMENTS_DIR, TMP_DIR] {
             fs::create_dir_all(dir.join(sub)).at(dir.join(sub))?;
         }
-        let catalog = Catalog::open(&dir.join(CATALOG_DIR), Access::ReadWrite)?;
+        let catalog_dir = dir.join(CATALOG_DIR);
+        if !catalog_dir.join("CURRENT").exists() {
+            create_catalog(&dir, create)?;
+        }
+        let catalog = Catalog::open(&catalog_dir, Access::ReadWrite)?;
         let options = match catalog.meta_json::<IndexOptions>(META_OPTIONS)? {
             Some(stored) => {
                 stored.check_compatible(create, &dir)?;
                 stored
             }
-            None => {
-                let o = IndexOptions::from_create(create);
-                o.fingerprint()?.validate()?; // reject bad values before anything is stored
-                if o.cluster_threshold()?.as_f64() <= 0.0 {
-                    return Err(Error::InvalidArgument(
-                        "--cluster-threshold must be above 0".into(),
-                    ));
-                }
-                let mut b = catalog.batch_writer();
-                b.put_meta_json(META_OPTIONS, &o);
-                b.put_meta_json(crate::store::META_MANIFEST, &Manifest::new());
-                catalog.commit(b)?;
-                o
-            }
+            None => return Err(Error::NotAnIndex { path: dir }),
         };
         let manifest = catalog.manifest()?;
         remove_orphans(&dir, &manifest)?;
@@ -147,6 +138,42 @@ impl Index {
     pub fn tmp_dir(&self) -> PathBuf {
         self.dir.join(TMP_DIR)
     }
+}
+
+/// Creates the catalog of a new index atomically: it is built (column families, options, empty
+/// manifest) under `catalog.new`, closed, and renamed to `catalog`, so a crash at any point
+/// leaves either no index or a complete empty one. Readers only look at `catalog/CURRENT`.
+fn create_catalog(dir: &Path, create: &CreateOptions) -> Result<()> {
+    let options = IndexOptions::from_create(create);
+    options.fingerprint()?.validate()?; // reject bad values before anything is stored
+    if options.cluster_threshold()?.as_f64() <= 0.0 {
+        return Err(Error::InvalidArgument(
+            "--cluster-threshold must be above 0".into(),
+        ));
+    }
+    let staging = dir.join(format!("{CATALOG_DIR}.new"));
+    if staging.exists() {
+        fs::remove_dir_all(&staging).at(&staging)?; // a creation that crashed
+    }
+    {
+        let catalog = Catalog::open(&staging, Access::ReadWrite)?;
+        let mut b = catalog.batch_writer();
+        b.put_meta_json(META_OPTIONS, &options);
+        b.put_meta_json(crate::store::META_MANIFEST, &Manifest::new());
+        catalog.commit(b)?;
+    }
+    let target = dir.join(CATALOG_DIR);
+    if target.exists() {
+        // Never created by us (we only rename complete catalogs into place): refuse to guess.
+        return Err(Error::corrupt(
+            &target,
+            0,
+            "catalog folder without a RocksDB CURRENT file; not touching it",
+        ));
+    }
+    fs::rename(&staging, &target).at(&target)?;
+    File::open(dir).and_then(|d| d.sync_all()).at(dir)?;
+    Ok(())
 }
 
 /// Takes the writer lock, recording who holds it so a second writer can name the holder.
