@@ -268,6 +268,13 @@ impl Catalog {
         Ok(bm)
     }
 
+    /// Every (key, value) of a column family in key order, undecoded (for `verify`).
+    pub fn iter_raw(&self, cf: &str) -> impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>)>> + '_ {
+        self.db
+            .iterator_cf(self.cf(cf), IteratorMode::Start)
+            .map(move |item| item.map_err(|e| db_err(&self.path, e)))
+    }
+
     /// Starts a write batch; nothing is visible until [`Catalog::commit`].
     pub fn batch_writer(&self) -> CatalogBatch<'_> {
         CatalogBatch {
