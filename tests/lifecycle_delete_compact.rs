@@ -307,3 +307,84 @@ fn policy_merges_small_segments_after_ingest_without_changing_answers() {
     // Nothing left to do for the policy.
     assert!(run(&["compact", "--index", idx.to_str().unwrap()]).contains("nothing to compact"));
 }
+
+/// A cluster whose members are connected only through its representative splits when the
+/// representative is deleted; the part that stays connected is re-keyed to its oldest member.
+#[test]
+fn deleting_the_hub_of_a_chain_splits_and_rekeys_the_cluster() {
+    let w = temp_dir("lc-chain");
+    let docs = w.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let mut rng = Rng::new(3);
+    let base: Vec<String> = (0..300)
+        .map(|_| format!("w{}", rng.below(100_000)))
+        .collect();
+    let edit = |words: &[String], at: &[usize], tag: &str| -> Vec<String> {
+        let mut v = words.to_vec();
+        for &i in at {
+            v[i] = format!("{tag}{i}");
+        }
+        v
+    };
+    // Exact resemblance of 5-word shingles (296 per document): hub-a 0.873, a-e 0.967,
+    // hub-e 0.844, hub-c 0.873, but a-c 0.762 and e-c 0.747: one cluster through the hub.
+    let a = edit(&base, &[10, 30, 50, 70], "a");
+    let e = edit(&a, &[120], "e");
+    let c = edit(&base, &[200, 220, 240, 260], "c");
+    for (name, words) in [("d0-hub", &base), ("d1-a", &a), ("d2-e", &e), ("d3-c", &c)] {
+        let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
+        std::fs::write(docs.join(format!("{name}.html")), html).unwrap();
+    }
+    let idx = w.path().join("idx");
+    ndd(&[
+        "ingest",
+        "--quiet",
+        "--index",
+        idx.to_str().unwrap(),
+        docs.to_str().unwrap(),
+    ]);
+    let c0 = parse_clusters(&clusters(&idx));
+    assert_eq!(c0.len(), 1);
+    assert_eq!(c0[&0].len(), 4, "{c0:?}");
+
+    run(&["delete", "--index", idx.to_str().unwrap(), "d0-hub.html"]);
+    let c1 = parse_clusters(&clusters(&idx));
+    assert_eq!(c1.len(), 1, "{c1:?}");
+    assert_eq!(
+        c1[&1],
+        vec!["d1-a.html".to_string(), "d2-e.html".to_string()]
+    );
+    assert_clusters_are_components(&idx);
+    assert_verifies(&idx);
+
+    // Left with one member, the cluster dissolves.
+    run(&["delete", "--index", idx.to_str().unwrap(), "d1-a.html"]);
+    assert!(clusters(&idx).is_empty());
+    assert_verifies(&idx);
+}
+
+/// The digest entry of a deleted document moves to a surviving exact duplicate.
+#[test]
+fn exact_duplicate_lookup_survives_deleting_the_first_copy() {
+    let w = temp_dir("lc-digest");
+    let docs = w.path().join("docs");
+    write_corpus(&docs, 8, 9);
+    let text = std::fs::read(docs.join("doc-0005.html")).unwrap();
+    std::fs::write(docs.join("doc-0006.html"), &text).unwrap();
+    std::fs::write(docs.join("doc-0007.html"), &text).unwrap();
+    let idx = w.path().join("idx");
+    let ix = idx.to_str().unwrap();
+    ndd(&["ingest", "--quiet", "--index", ix, docs.to_str().unwrap()]);
+    let q = docs.join("doc-0005.html");
+    let exact = |idx: &str| -> Option<String> {
+        let out = run(&["query", "--json", "--index", idx, q.to_str().unwrap()]);
+        let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        v["exact_duplicate"].as_str().map(str::to_owned)
+    };
+    assert_eq!(exact(ix).as_deref(), Some("doc-0005.html"));
+    run(&["delete", "--index", ix, "doc-0005.html"]);
+    assert_eq!(exact(ix).as_deref(), Some("doc-0006.html"));
+    run(&["delete", "--index", ix, "doc-0006.html", "doc-0007.html"]);
+    assert_eq!(exact(ix), None);
+    assert_verifies(&idx);
+}
