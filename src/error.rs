@@ -71,6 +71,9 @@ pub enum Error {
     /// One document could not be read or canonicalized.
     #[error("document {key}: {reason}")]
     Document { key: String, reason: String },
+    /// `verify` found problems (each was reported on its own); CLI exit code 5.
+    #[error("verify found {problems} problem(s) in index {}", path.display())]
+    VerifyFailed { path: PathBuf, problems: usize },
     /// A bad argument or option value.
     #[error("{0}")]
     InvalidArgument(String),

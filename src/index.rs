@@ -42,11 +42,20 @@ impl Index {
         if !dir.join(CATALOG_DIR).join("CURRENT").exists() {
             return Err(Error::NotAnIndex { path: dir });
         }
-        let catalog = Catalog::open(&dir.join(CATALOG_DIR), Access::ReadOnly)?;
+        let mut catalog = Catalog::open(&dir.join(CATALOG_DIR), Access::ReadOnly)?;
         let options: IndexOptions = catalog
             .meta_json(META_OPTIONS)?
             .ok_or_else(|| Error::NotAnIndex { path: dir.clone() })?;
-        let view = Arc::new(View::load(&dir, &catalog, &options)?);
+        let view = match View::load(&dir, &catalog, &options) {
+            // A compaction published a new manifest and unlinked a segment between our read of
+            // the manifest and the open of the file: the newer snapshot has what we need.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                catalog = Catalog::open(&dir.join(CATALOG_DIR), Access::ReadOnly)?;
+                View::load(&dir, &catalog, &options)?
+            }
+            other => other?,
+        };
+        let view = Arc::new(view);
         Ok(Index {
             dir,
             catalog,

@@ -3,12 +3,14 @@
 //!
 //! Exit codes: 0 success (an ingest may still have rejected single documents: see its
 //! summary); 1 the operation failed and changed nothing; 2 bad usage; 4 another writer holds
-//! the index. A closed stdout (e.g. `| head`) ends the command quietly with 0.
+//! the index; 5 `verify` found problems. A closed stdout (e.g. `| head`) ends the command quietly with 0.
 
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+mod cli_lifecycle;
 
 use clap::{Args, Parser, Subcommand};
 use ndd_index::canonicalize::sniff_format;
@@ -25,7 +27,7 @@ struct Cli {
     cmd: Cmd,
 }
 
-const EXIT_CODES: &str = "Exit codes: 0 success, 1 failure (nothing changed), 2 usage error, 4 index locked by another writer.";
+const EXIT_CODES: &str = "Exit codes: 0 success, 1 failure (nothing changed), 2 usage error, 4 index locked by another writer, 5 verify found problems.";
 
 #[derive(Subcommand)]
 enum Cmd {
@@ -39,6 +41,12 @@ enum Cmd {
     Clusters(ClustersArgs),
     /// Documents, batches, segments and bytes of an index.
     Stats(StatsArgs),
+    /// Delete documents (by key, batch or age): gone from every answer at once.
+    Delete(cli_lifecycle::DeleteArgs),
+    /// Merge segments (the tiered policy, or --full), dropping deleted documents.
+    Compact(cli_lifecycle::CompactArgs),
+    /// Check every checksum and the catalog against the segments; exit 5 on any problem.
+    Verify(cli_lifecycle::VerifyArgs),
 }
 
 #[derive(Args)]
@@ -147,6 +155,9 @@ fn main() -> ExitCode {
         Cmd::Pairs(a) => pairs(a),
         Cmd::Clusters(a) => clusters(a),
         Cmd::Stats(a) => stats(a),
+        Cmd::Delete(a) => cli_lifecycle::delete(a),
+        Cmd::Compact(a) => cli_lifecycle::compact(a),
+        Cmd::Verify(a) => cli_lifecycle::verify(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -157,6 +168,7 @@ fn main() -> ExitCode {
             eprintln!("ndd-index: error: {e}");
             match e {
                 Error::Locked { .. } => ExitCode::from(4),
+                Error::VerifyFailed { .. } => ExitCode::from(5),
                 Error::InvalidArgument(_) | Error::OptionConflict { .. } => ExitCode::from(2),
                 _ => ExitCode::from(1),
             }
@@ -249,6 +261,9 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
         b.finish_and_clear();
     }
     let summary = summary?;
+    if !summary.already_ingested {
+        cli_lifecycle::compact_after_ingest(&mut index, a.quiet || a.ix.json);
+    }
     if let (Some(f), Some(p)) = (report_file.as_mut(), a.report.as_ref()) {
         f.flush().map_err(|e| Error::io(p, e))?;
     }

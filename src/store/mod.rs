@@ -20,6 +20,9 @@ pub use manifest::{Manifest, SegmentEntry};
 pub use records::DocRecord;
 use records::{decode_u32, doc_key, encode_u32, parse_doc_key};
 
+/// An undecoded (key, value) of a column family.
+pub type RawEntry = (Box<[u8]>, Box<[u8]>);
+
 /// Column families, in the order they are opened.
 pub const CF_META: &str = "meta";
 pub const CF_DOCS: &str = "docs";
@@ -266,6 +269,13 @@ impl Catalog {
             bm.insert(parse_doc_key(&k)?);
         }
         Ok(bm)
+    }
+
+    /// Every (key, value) of a column family in key order, undecoded (for `verify`).
+    pub fn iter_raw(&self, cf: &str) -> impl Iterator<Item = Result<RawEntry>> + '_ {
+        self.db
+            .iterator_cf(self.cf(cf), IteratorMode::Start)
+            .map(move |item| item.map_err(|e| db_err(&self.path, e)))
     }
 
     /// Starts a write batch; nothing is visible until [`Catalog::commit`].

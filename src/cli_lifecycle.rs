@@ -1,0 +1,172 @@
+//! The lifecycle subcommands of the CLI (`delete`, `compact`, `verify`): argument structs and
+//! thin handlers over `ndd_index::lifecycle`.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use ndd_index::lifecycle::{delete::parse_date, verify_index, DeleteSelector, MergePolicy};
+use ndd_index::{CreateOptions, Error, Index};
+
+fn out_err(e: io::Error) -> Error {
+    Error::io("<stdout>", e)
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["keys", "batch", "older_than"])))]
+pub struct DeleteArgs {
+    /// The index directory.
+    #[arg(long, value_name = "DIR")]
+    index: PathBuf,
+    /// Machine-readable JSON output.
+    #[arg(long)]
+    json: bool,
+    /// Keys of the documents to delete.
+    #[arg(value_name = "KEY")]
+    keys: Vec<String>,
+    /// Delete every document of this batch.
+    #[arg(long, value_name = "NAME")]
+    batch: Option<String>,
+    /// Delete every document of the batches created before DATE (YYYY-MM-DD UTC, or unix
+    /// seconds).
+    #[arg(long, value_name = "DATE")]
+    older_than: Option<String>,
+}
+
+pub fn delete(a: DeleteArgs) -> Result<(), Error> {
+    let sel = match (a.batch, a.older_than) {
+        (Some(b), _) => DeleteSelector::Batch(b),
+        (None, Some(d)) => DeleteSelector::OlderThan(parse_date(&d)?),
+        (None, None) => DeleteSelector::Keys(a.keys),
+    };
+    let mut index = Index::open_writer(&a.index, &CreateOptions::default())?;
+    let s = index.delete(&sel)?;
+    let mut out = io::stdout().lock();
+    for k in &s.not_found {
+        eprintln!("ndd-index: no live document with key {k}");
+    }
+    if a.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&s).expect("summary serializes")
+        )
+        .map_err(out_err)
+    } else {
+        writeln!(
+            out,
+            "deleted {} documents ({} keys not found); {} clusters re-clustered into {}",
+            s.deleted,
+            s.not_found.len(),
+            s.clusters_touched,
+            s.clusters_after
+        )
+        .map_err(out_err)
+    }
+}
+
+#[derive(Args)]
+pub struct CompactArgs {
+    /// The index directory.
+    #[arg(long, value_name = "DIR")]
+    index: PathBuf,
+    /// Machine-readable JSON output.
+    #[arg(long)]
+    json: bool,
+    /// Merge every segment into one (dropping all deleted documents).
+    #[arg(long)]
+    full: bool,
+}
+
+pub fn compact(a: CompactArgs) -> Result<(), Error> {
+    let mut index = Index::open_writer(&a.index, &CreateOptions::default())?;
+    let s = index.compact(a.full, &MergePolicy::default())?;
+    let mut out = io::stdout().lock();
+    if a.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&s).expect("summary serializes")
+        )
+        .map_err(out_err)
+    } else if s.merged.is_empty() {
+        writeln!(out, "nothing to compact").map_err(out_err)
+    } else {
+        writeln!(
+            out,
+            "merged {} segments ({} bytes) into {} ({} bytes): {} docs, {} deleted dropped, {:.2} s",
+            s.merged.len(),
+            s.bytes_before,
+            s.segment.as_deref().unwrap_or("nothing"),
+            s.bytes_after,
+            s.docs,
+            s.deleted_docs_dropped,
+            s.seconds
+        )
+        .map_err(out_err)
+    }
+}
+
+/// After an ingest: the cheap policy check, and a merge when it says so. A failed compaction
+/// does not fail the ingest (which is published already); it is reported on stderr.
+pub fn compact_after_ingest(index: &mut Index, quiet: bool) {
+    match index.compact(false, &MergePolicy::default()) {
+        Ok(s) if !s.merged.is_empty() && !quiet => eprintln!(
+            "ndd-index: compacted {} segments into {} ({:.2} s)",
+            s.merged.len(),
+            s.segment.as_deref().unwrap_or("nothing"),
+            s.seconds
+        ),
+        Ok(_) => {}
+        Err(e) => eprintln!("ndd-index: warning: compaction after ingest failed: {e}"),
+    }
+}
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The index directory.
+    #[arg(long, value_name = "DIR")]
+    index: PathBuf,
+    /// Machine-readable JSON output (the whole report).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints every problem (text: one per line, `file: offset N: reason`); fails with
+/// `Error::VerifyFailed` (exit code 5) when there is any.
+pub fn verify(a: VerifyArgs) -> Result<(), Error> {
+    let r = verify_index(&a.index)?;
+    let mut out = io::stdout().lock();
+    if a.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&r).expect("report serializes")
+        )
+        .map_err(out_err)?;
+    } else {
+        for p in &r.problems {
+            writeln!(out, "{p}").map_err(out_err)?;
+        }
+        writeln!(
+            out,
+            "{}: {} segments, {} blocks, {} entries, {} documents ({} live): {} problems",
+            a.index.display(),
+            r.segments,
+            r.blocks,
+            r.entries,
+            r.documents,
+            r.live_documents,
+            r.problems.len()
+        )
+        .map_err(out_err)?;
+    }
+    if r.is_ok() {
+        Ok(())
+    } else {
+        Err(Error::VerifyFailed {
+            path: a.index,
+            problems: r.problems.len(),
+        })
+    }
+}

@@ -1,0 +1,14 @@
+//! Lifecycle of an index after ingest: deleting documents, compacting segments and verifying
+//! everything stored (format-spec/manifest.md, format-spec/rocksdb.md).
+//!
+//! Each operation is a library call; the CLI only parses arguments and prints.
+
+pub mod compact;
+pub mod delete;
+pub mod policy;
+pub mod verify;
+
+pub use compact::CompactSummary;
+pub use delete::{DeleteSelector, DeleteSummary};
+pub use policy::{choose, MergePolicy, SegmentInfo};
+pub use verify::{verify_index, IndexProblem, IndexVerifyReport};
