@@ -75,6 +75,7 @@ impl Index {
             None => {
                 let o = IndexOptions::from_create(create);
                 o.fingerprint()?.validate()?; // reject bad values before anything is stored
+                o.methods.validate()?;
                 if o.cluster_threshold()?.as_f64() <= 0.0 {
                     return Err(Error::InvalidArgument(
                         "--cluster-threshold must be above 0".into(),

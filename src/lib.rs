@@ -13,6 +13,7 @@ pub mod error;
 pub mod fingerprint;
 pub mod index;
 pub mod input;
+pub mod method;
 pub mod options;
 pub mod pipeline;
 pub mod query;

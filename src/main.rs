@@ -14,6 +14,7 @@ use clap::{Args, Parser, Subcommand};
 use ndd_index::canonicalize::sniff_format;
 use ndd_index::fingerprint::{Sample, ShingleKind};
 use ndd_index::input::InputOptions;
+use ndd_index::method::{self, ImatchFilter, Method, MethodArgs};
 use ndd_index::pipeline::{DocReport, IngestOptions, Progress};
 use ndd_index::query::QueryOptions;
 use ndd_index::{cluster, pipeline, CreateOptions, Error, Index, Threshold};
@@ -73,6 +74,8 @@ struct IngestArgs {
     /// Creation option: resemblance threshold of the clusters kept at ingest (default 0.8).
     #[arg(long, value_name = "T")]
     cluster_threshold: Option<Threshold>,
+    #[command(flatten)]
+    methods: MethodCreateArgs,
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
@@ -96,6 +99,34 @@ struct IngestArgs {
     quiet: bool,
 }
 
+/// Creation options of the methods (src/method/): what is stored for them.
+#[derive(Args)]
+struct MethodCreateArgs {
+    /// Creation option: methods whose data is stored, comma-separated (shingle, simhash,
+    /// dsc-ss, combined, imatch, exact) or `all` (default: simhash; shingle and exact need
+    /// nothing extra).
+    #[arg(long, value_name = "LIST")]
+    methods: Option<String>,
+    /// Creation option: simhash tables find Hamming distance <= K (default 3).
+    #[arg(long, value_name = "K")]
+    simhash_k: Option<u32>,
+    /// Creation option: simhash blocks B, C(B, K) tables (default 6).
+    #[arg(long, value_name = "B")]
+    simhash_blocks: Option<u32>,
+    /// Creation option: dsc-ss min-hash values per document (default 84).
+    #[arg(long, value_name = "K")]
+    minhash: Option<u32>,
+    /// Creation option: min-hash values per supershingle (default 14).
+    #[arg(long, value_name = "S")]
+    supershingle: Option<u32>,
+    /// Creation option: agreeing supershingles for B-similarity (default 2).
+    #[arg(long, value_name = "N")]
+    b_agree: Option<u32>,
+    /// Creation option: I-Match term filter idf-l-P | doc-l-P (default idf-l-10).
+    #[arg(long, value_name = "F")]
+    imatch_filter: Option<ImatchFilter>,
+}
+
 #[derive(Args)]
 struct QueryArgs {
     #[command(flatten)]
@@ -103,9 +134,12 @@ struct QueryArgs {
     /// Documents to look up.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// Minimum resemblance.
-    #[arg(long, default_value = "0.5")]
-    threshold: Threshold,
+    /// Minimum similarity (shingle: resemblance, default 0.5; see `pairs --help`).
+    #[arg(long)]
+    threshold: Option<Threshold>,
+    /// shingle | simhash | dsc-ss | combined | imatch | exact.
+    #[arg(long, default_value = "shingle")]
+    method: Method,
     /// At most K hits per document, best first (0 = all).
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -115,9 +149,14 @@ struct QueryArgs {
 struct PairsArgs {
     #[command(flatten)]
     ix: IndexArg,
-    /// Minimum resemblance.
+    /// Minimum similarity: resemblance (shingle, required), 1 - hamming/64 (simhash, optional:
+    /// the index's k bounds it), C-similarity (combined, default 355/384); dsc-ss, imatch
+    /// and exact take none.
     #[arg(long)]
-    threshold: Threshold,
+    threshold: Option<Threshold>,
+    /// shingle | simhash | dsc-ss | combined | imatch | exact.
+    #[arg(long, default_value = "shingle")]
+    method: Method,
 }
 
 #[derive(Args)]
@@ -128,6 +167,10 @@ struct ClustersArgs {
     /// threshold). Another value computes the components of `pairs --threshold T`.
     #[arg(long)]
     threshold: Option<Threshold>,
+    /// shingle | simhash | dsc-ss | combined | imatch | exact (not shingle: computed from the
+    /// method's pairs, or I-Match's signature classes).
+    #[arg(long, default_value = "shingle")]
+    method: Method,
 }
 
 #[derive(Args)]
@@ -181,6 +224,16 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
         shingle,
         sample: a.sample,
         cluster_threshold: a.cluster_threshold,
+        methods: MethodArgs {
+            methods: a.methods.methods,
+            simhash_k: a.methods.simhash_k,
+            simhash_blocks: a.methods.simhash_blocks,
+            minhash: a.methods.minhash,
+            supershingle: a.methods.supershingle,
+            b_agree: a.methods.b_agree,
+            imatch_filter: a.methods.imatch_filter,
+        }
+        .resolve()?,
     };
     let mut index = Index::open_writer(&a.ix.index, &create)?;
     let opts = IngestOptions {
@@ -291,8 +344,13 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
 
 fn query(a: QueryArgs) -> Result<(), Error> {
     let index = Index::open(&a.ix.index)?;
+    if a.method != Method::Shingle {
+        return query_method(&index, &a);
+    }
     let opts = QueryOptions {
-        threshold: a.threshold,
+        threshold: a
+            .threshold
+            .unwrap_or_else(|| "0.5".parse().expect("valid threshold")),
         top: a.top,
     };
     let mut out = BufWriter::new(io::stdout().lock());
@@ -352,6 +410,40 @@ fn query(a: QueryArgs) -> Result<(), Error> {
     }
 }
 
+fn query_method(index: &Index, a: &QueryArgs) -> Result<(), Error> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    for f in &a.files {
+        let name = f.display().to_string();
+        let bytes = std::fs::read(f).map_err(|e| Error::io(f, e))?;
+        let format = sniff_format(Some(&name), &bytes);
+        let ans = index.query_method(&name, &bytes, format, a.method, a.threshold, a.top)?;
+        if a.ix.json {
+            let line = serde_json::to_string(&ans).expect("answers serialize");
+            writeln!(out, "{line}").map_err(stdout_err)?;
+            continue;
+        }
+        writeln!(
+            out,
+            "{}: {} hits by {} (words {})",
+            ans.input,
+            ans.hits.len(),
+            ans.method,
+            ans.words
+        )
+        .map_err(stdout_err)?;
+        for h in &ans.hits {
+            let extra = match (h.hamming, h.agree) {
+                (Some(x), Some(y)) => format!("\thamming {x}\tagree {y}"),
+                (Some(x), None) => format!("\thamming {x}"),
+                (None, Some(y)) => format!("\tagree {y}"),
+                _ => String::new(),
+            };
+            writeln!(out, "  {:.6}{extra}\t{}", h.similarity, h.key).map_err(stdout_err)?;
+        }
+    }
+    out.flush().map_err(stdout_err)
+}
+
 /// Keys of all documents, by doc id.
 fn key_table(index: &Index) -> Result<Vec<String>, Error> {
     let mut keys = vec![String::new(); index.view().doc_ids() as usize];
@@ -366,19 +458,27 @@ fn key_table(index: &Index) -> Result<Vec<String>, Error> {
 
 fn pairs(a: PairsArgs) -> Result<(), Error> {
     let index = Index::open(&a.ix.index)?;
-    let sample = index.options().sample()?;
-    let view = index.view();
-    let (found, _stats) = pipeline::all_pairs(view, sample, a.threshold, 0..view.doc_ids(), 0)?;
+    let found = method::pairs(&index, a.method, a.threshold)?;
     let keys = key_table(&index)?;
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     for p in &found {
         let (ka, kb) = (&keys[p.a as usize], &keys[p.b as usize]);
         let (ka, kb) = if ka <= kb { (ka, kb) } else { (kb, ka) };
         if a.ix.json {
-            let v = serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.m.resemblance});
+            let mut v = serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.similarity});
+            if a.method != Method::Shingle {
+                v["method"] = serde_json::json!(a.method);
+                v["similarity"] = serde_json::json!(p.similarity);
+                if let Some(h) = p.hamming {
+                    v["hamming"] = serde_json::json!(h);
+                }
+                if let Some(c) = p.agree {
+                    v["agree"] = serde_json::json!(c);
+                }
+            }
             writeln!(out, "{v}").map_err(stdout_err)?;
         } else {
-            writeln!(out, "{ka}\t{kb}\t{:.6}", p.m.resemblance).map_err(stdout_err)?;
+            writeln!(out, "{ka}\t{kb}\t{:.6}", p.similarity).map_err(stdout_err)?;
         }
     }
     out.flush().map_err(stdout_err)
@@ -389,6 +489,7 @@ fn clusters(a: ClustersArgs) -> Result<(), Error> {
     let view = index.view();
     let stored = index.options().cluster_threshold()?;
     let groups: Vec<Vec<u32>> = match a.threshold {
+        _ if a.method != Method::Shingle => method::clusters(&index, a.method, a.threshold)?,
         Some(t) if t != stored => {
             let sample = index.options().sample()?;
             let (found, _) = pipeline::all_pairs(view, sample, t, 0..view.doc_ids(), 0)?;
