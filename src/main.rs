@@ -40,6 +40,8 @@ enum Cmd {
     Clusters(ClustersArgs),
     /// Documents, batches, segments and bytes of an index.
     Stats(StatsArgs),
+    /// Precision, recall and F1 of each method against a truth file (pairs or labels).
+    Eval(EvalArgs),
 }
 
 #[derive(Args)]
@@ -174,6 +176,25 @@ struct ClustersArgs {
 }
 
 #[derive(Args)]
+struct EvalArgs {
+    #[command(flatten)]
+    ix: IndexArg,
+    /// Truth: `key_a<TAB>key_b<TAB>jaccard` pairs or `key<TAB>label` lines, with a header.
+    #[arg(long, value_name = "FILE")]
+    truth: PathBuf,
+    /// `doc_id<TAB>path` manifest: the truth's first two columns are doc ids (the shared
+    /// corpus's truth.tsv and manifest.tsv).
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
+    /// Thresholds, comma-separated (only shingle depends on it; positives of pair truth do).
+    #[arg(long, default_value = "0.8", value_delimiter = ',')]
+    thresholds: Vec<Threshold>,
+    /// Methods, comma-separated (default: every method the index stores data for).
+    #[arg(long, value_delimiter = ',')]
+    method: Vec<Method>,
+}
+
+#[derive(Args)]
 struct StatsArgs {
     #[command(flatten)]
     ix: IndexArg,
@@ -187,6 +208,7 @@ fn main() -> ExitCode {
         Cmd::Pairs(a) => pairs(a),
         Cmd::Clusters(a) => clusters(a),
         Cmd::Stats(a) => stats(a),
+        Cmd::Eval(a) => eval(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -567,6 +589,57 @@ fn stats(a: StatsArgs) -> Result<(), Error> {
             seg.file, seg.doc_lo, seg.doc_hi, seg.keys, seg.postings, seg.bytes
         )
         .map_err(stdout_err)?;
+    }
+    Ok(())
+}
+
+fn eval(a: EvalArgs) -> Result<(), Error> {
+    let index = Index::open(&a.ix.index)?;
+    let truth = method::eval::Truth::load(&a.truth, a.manifest.as_deref())?;
+    let methods = if a.method.is_empty() {
+        Method::ALL.to_vec()
+    } else {
+        a.method.clone()
+    };
+    let (rows, skipped) = method::eval::evaluate(&index, &truth, &methods, &a.thresholds)?;
+    let mut out = io::stdout().lock();
+    if a.ix.json {
+        let skipped: Vec<_> = skipped
+            .iter()
+            .map(|(m, why)| serde_json::json!({"method": m, "reason": why}))
+            .collect();
+        let v = serde_json::json!({"rows": rows, "skipped": skipped});
+        writeln!(out, "{v}").map_err(stdout_err)?;
+        return Ok(());
+    }
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3}"));
+    writeln!(
+        out,
+        "method\tT\tfound\tpositives\ttp\tP\tR\tF1\tseconds\tmean_err\tcorr\tfound_ratio\tclusters/true"
+    )
+    .map_err(stdout_err)?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}\t{:.4}\t{:.4}\t{:.4}\t{:.3}\t{}\t{}\t{}\t{}",
+            r.method,
+            r.threshold,
+            r.found,
+            r.positives,
+            r.true_positives,
+            r.precision,
+            r.recall,
+            r.f1,
+            r.seconds,
+            opt(r.mean_abs_error),
+            opt(r.correlation),
+            opt(r.found_ratio),
+            opt(r.clusters_per_true_cluster)
+        )
+        .map_err(stdout_err)?;
+    }
+    for (m, why) in &skipped {
+        writeln!(out, "# {m} skipped: {why}").map_err(stdout_err)?;
     }
     Ok(())
 }

@@ -397,3 +397,99 @@ fn method_options_are_checked_and_persisted() {
     let v: serde_json::Value = serde_json::from_str(&stats).unwrap();
     assert_eq!(v["options"]["methods"]["simhash"]["k"], 3);
 }
+
+/// `eval`: shingle over every shingle scores P = R = 1 against exact Jaccard truth (the
+/// truth computed here from the texts), and label truth gives Chowdhury's measures.
+#[test]
+fn eval_scores_pairs_and_labels() {
+    let docs = corpus(21, 25, 4);
+    let dir = temp_dir("m-eval");
+    write(&dir.path().join("in"), &docs);
+    let ix = dir.path().join("ix");
+    let ixs = ix.to_str().unwrap();
+    ndd(&[
+        "ingest",
+        "--index",
+        ixs,
+        "-q",
+        "--methods",
+        "exact",
+        dir.path().join("in").to_str().unwrap(),
+    ]);
+    let fo = FingerprintOptions::default();
+    let sets: Vec<Vec<u64>> = docs
+        .iter()
+        .map(|(_, t)| fingerprint(&canon(t), &fo).features)
+        .collect();
+    let jac = |i: usize, j: usize| {
+        let a: BTreeSet<u64> = sets[i].iter().copied().collect();
+        let inter = sets[j].iter().filter(|x| a.contains(x)).count();
+        inter as f64 / (sets[i].len() + sets[j].len() - inter) as f64
+    };
+    let mut truth = String::from("key_a\tkey_b\tjaccard\n");
+    let mut at8 = 0;
+    for i in 0..docs.len() {
+        for j in i + 1..docs.len() {
+            let x = jac(i, j);
+            if x >= 0.3 {
+                truth.push_str(&format!("{}\t{}\t{x:.6}\n", docs[i].0, docs[j].0));
+                at8 += (x >= 0.8) as usize;
+            }
+        }
+    }
+    assert!(at8 > 20, "too few pairs at 0.8: {at8}");
+    let tp = dir.path().join("truth.tsv");
+    std::fs::write(&tp, truth).unwrap();
+    let out = stdout(&ndd(&[
+        "eval",
+        "--index",
+        ixs,
+        "--truth",
+        tp.to_str().unwrap(),
+        "--thresholds",
+        "0.5,0.8",
+        "--method",
+        "shingle,exact,dsc-ss",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4); // dsc-ss is not stored: skipped, and said so
+    assert_eq!(v["skipped"][0]["method"], "dsc-ss");
+    for r in rows.iter().filter(|r| r["method"] == "shingle") {
+        assert_eq!(r["precision"], 1.0);
+        assert_eq!(r["recall"], 1.0);
+        assert!(r["mean_abs_error"].as_f64().unwrap() < 1e-6);
+    }
+    let r8 = rows
+        .iter()
+        .find(|r| r["method"] == "shingle" && r["threshold"] == 0.8)
+        .unwrap();
+    assert_eq!(r8["positives"], at8 as u64);
+
+    // Labels: the base and its variants share a label.
+    let mut labels = String::from("key\tlabel\n");
+    for (k, _) in &docs {
+        labels.push_str(&format!("{k}\t{}\n", &k[..4]));
+    }
+    let lp = dir.path().join("labels.tsv");
+    std::fs::write(&lp, labels).unwrap();
+    let out = stdout(&ndd(&[
+        "eval",
+        "--index",
+        ixs,
+        "--truth",
+        lp.to_str().unwrap(),
+        "--thresholds",
+        "0.3",
+        "--method",
+        "shingle",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let r = &v["rows"][0];
+    assert_eq!(r["positives"], 25 * 10); // C(5, 2) pairs per base
+                                         // At 0.3 every variant (at most 8 of 150 words edited) resembles its base: one cluster each.
+    assert_eq!(r["found_ratio"], 1.0);
+    assert_eq!(r["clusters_per_true_cluster"], 1.0);
+}

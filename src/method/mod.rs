@@ -15,6 +15,7 @@
 //! (format-spec/rocksdb.md).
 
 pub mod dsc;
+pub mod eval;
 pub mod exact;
 pub mod imatch;
 pub mod options;
