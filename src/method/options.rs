@@ -82,7 +82,7 @@ impl DscOptions {
     }
 }
 
-/// I-Match term filter (format-spec/fingerprints.md, §14).
+/// I-Match term filter (format-spec/fingerprints.md, §13).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum ImatchFilter {
