@@ -261,6 +261,70 @@ fn dsc_combined_and_exact_match_brute_force() {
         "the C-similarity filter removed nothing"
     );
 
+    // Queries find the same documents (the queried text itself is indexed: it is a hit).
+    let query_keys = |m: &str, i: usize, extra: &[&str]| -> BTreeSet<String> {
+        let probe = dir.path().join(format!("probe{i}.txt"));
+        std::fs::write(&probe, &docs[i].1).unwrap();
+        let mut args = vec![
+            "query",
+            "--index",
+            ix.to_str().unwrap(),
+            "--method",
+            m,
+            "--top",
+            "0",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        args.push(probe.to_str().unwrap());
+        let v: serde_json::Value = serde_json::from_str(stdout(&ndd(&args)).trim()).unwrap();
+        v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| base_name(h["key"].as_str().unwrap()))
+            .collect()
+    };
+    for i in [0usize, 1, 6, 30] {
+        let want: BTreeSet<String> = (0..docs.len())
+            .filter(|&j| minhash::agreements(&supers[i], &supers[j]) >= 2)
+            .map(|j| docs[j].0.clone())
+            .collect();
+        assert_eq!(query_keys("dsc-ss", i, &[]), want, "dsc-ss query {i}");
+        let want_c: BTreeSet<String> = (0..docs.len())
+            .filter(|&j| {
+                minhash::agreements(&supers[i], &supers[j]) >= 2
+                    && 1.0 - hamming_wide(&s384[i], &s384[j]) as f64 / 384.0 >= t
+            })
+            .map(|j| docs[j].0.clone())
+            .collect();
+        assert_eq!(
+            query_keys("combined", i, &["--threshold", "0.95"]),
+            want_c,
+            "combined query {i}"
+        );
+        let want_e: BTreeSet<String> = (0..docs.len())
+            .filter(|&j| texts[j] == texts[i])
+            .map(|j| docs[j].0.clone())
+            .collect();
+        assert_eq!(query_keys("exact", i, &[]), want_e, "exact query {i}");
+    }
+
+    // With sampled features, min-hash still runs over the full shingle set: same pairs.
+    let ix2 = dir.path().join("ix-sampled");
+    ndd(&[
+        "ingest",
+        "--index",
+        ix2.to_str().unwrap(),
+        "-q",
+        "--sample",
+        "bottomk:16",
+        "--methods",
+        "dsc-ss",
+        dir.path().join("in").to_str().unwrap(),
+    ]);
+    assert_eq!(pairs_of(&ix2, "dsc-ss", &[]), want);
+
     let want_e = brute(&docs, |i, j| texts[i] == texts[j]);
     assert!(want_e.len() >= 3); // the dups, and variants drawn with no edit
     assert_eq!(pairs_of(&ix, "exact", &[]), want_e);
@@ -358,6 +422,32 @@ fn imatch_one_cluster_per_document_and_stable_signatures() {
         "imatch",
     ]));
     assert_eq!(clusters.lines().count(), 90);
+    // A query: the original with a word the lexicon has never seen, in another order.
+    let probe = dir.path().join("probe.txt");
+    let mut w = bases[4].clone();
+    w.rotate_left(17);
+    std::fs::write(&probe, format!("{} brandnewterm common", w.join(" "))).unwrap();
+    let q = stdout(&ndd(&[
+        "query",
+        "--index",
+        ix.to_str().unwrap(),
+        "--method",
+        "imatch",
+        "--json",
+        probe.to_str().unwrap(),
+    ]));
+    let v: serde_json::Value = serde_json::from_str(q.trim()).unwrap();
+    let got: BTreeSet<String> = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| base_name(h["key"].as_str().unwrap()))
+        .collect();
+    let want: BTreeSet<String> = ["b04.txt", "b04r.txt", "b04n.txt"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(got, want);
 }
 
 #[test]
