@@ -155,6 +155,7 @@ impl Index {
 fn create_catalog(dir: &Path, create: &CreateOptions) -> Result<()> {
     let options = IndexOptions::from_create(create);
     options.fingerprint()?.validate()?; // reject bad values before anything is stored
+    options.methods.validate()?;
     if options.cluster_threshold()?.as_f64() <= 0.0 {
         return Err(Error::InvalidArgument(
             "--cluster-threshold must be above 0".into(),

@@ -14,6 +14,7 @@ pub mod fingerprint;
 pub mod index;
 pub mod input;
 pub mod lifecycle;
+pub mod method;
 pub mod options;
 pub mod pipeline;
 pub mod query;

@@ -16,6 +16,7 @@ use clap::{Args, Parser, Subcommand};
 use ndd_index::canonicalize::sniff_format;
 use ndd_index::fingerprint::{Sample, ShingleKind};
 use ndd_index::input::InputOptions;
+use ndd_index::method::{self, ImatchFilter, Method, MethodArgs};
 use ndd_index::pipeline::{DocReport, IngestOptions, Progress};
 use ndd_index::query::QueryOptions;
 use ndd_index::{cluster, pipeline, CreateOptions, Error, Index, Threshold};
@@ -47,6 +48,8 @@ enum Cmd {
     Compact(cli_lifecycle::CompactArgs),
     /// Check every checksum and the catalog against the segments; exit 5 on any problem.
     Verify(cli_lifecycle::VerifyArgs),
+    /// Precision, recall and F1 of each method against a truth file (pairs or labels).
+    Eval(EvalArgs),
 }
 
 #[derive(Args)]
@@ -81,6 +84,8 @@ struct IngestArgs {
     /// Creation option: resemblance threshold of the clusters kept at ingest (default 0.8).
     #[arg(long, value_name = "T")]
     cluster_threshold: Option<Threshold>,
+    #[command(flatten)]
+    methods: MethodCreateArgs,
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
@@ -107,6 +112,34 @@ struct IngestArgs {
     quiet: bool,
 }
 
+/// Creation options of the methods (src/method/): what is stored for them.
+#[derive(Args)]
+struct MethodCreateArgs {
+    /// Creation option: methods whose data is stored, comma-separated (shingle, simhash,
+    /// dsc-ss, combined, imatch, exact) or `all` (default: simhash; shingle and exact need
+    /// nothing extra).
+    #[arg(long, value_name = "LIST")]
+    methods: Option<String>,
+    /// Creation option: simhash tables find Hamming distance <= K (default 3).
+    #[arg(long, value_name = "K")]
+    simhash_k: Option<u32>,
+    /// Creation option: simhash blocks B, C(B, K) tables (default 6).
+    #[arg(long, value_name = "B")]
+    simhash_blocks: Option<u32>,
+    /// Creation option: dsc-ss min-hash values per document (default 84).
+    #[arg(long, value_name = "K")]
+    minhash: Option<u32>,
+    /// Creation option: min-hash values per supershingle (default 14).
+    #[arg(long, value_name = "S")]
+    supershingle: Option<u32>,
+    /// Creation option: agreeing supershingles for B-similarity (default 2).
+    #[arg(long, value_name = "N")]
+    b_agree: Option<u32>,
+    /// Creation option: I-Match term filter idf-l-P | doc-l-P (default idf-l-10).
+    #[arg(long, value_name = "F")]
+    imatch_filter: Option<ImatchFilter>,
+}
+
 #[derive(Args)]
 struct QueryArgs {
     #[command(flatten)]
@@ -114,9 +147,12 @@ struct QueryArgs {
     /// Documents to look up.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// Minimum resemblance.
-    #[arg(long, default_value = "0.5")]
-    threshold: Threshold,
+    /// Minimum similarity (shingle: resemblance, default 0.5; see `pairs --help`).
+    #[arg(long)]
+    threshold: Option<Threshold>,
+    /// shingle | simhash | dsc-ss | combined | imatch | exact.
+    #[arg(long, default_value = "shingle")]
+    method: Method,
     /// At most K hits per document, best first (0 = all).
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -126,9 +162,14 @@ struct QueryArgs {
 struct PairsArgs {
     #[command(flatten)]
     ix: IndexArg,
-    /// Minimum resemblance.
+    /// Minimum similarity: resemblance (shingle, required), 1 - hamming/64 (simhash, optional:
+    /// the index's k bounds it), C-similarity (combined, default 355/384); dsc-ss, imatch
+    /// and exact take none.
     #[arg(long)]
-    threshold: Threshold,
+    threshold: Option<Threshold>,
+    /// shingle | simhash | dsc-ss | combined | imatch | exact.
+    #[arg(long, default_value = "shingle")]
+    method: Method,
 }
 
 #[derive(Args)]
@@ -139,6 +180,29 @@ struct ClustersArgs {
     /// threshold). Another value computes the components of `pairs --threshold T`.
     #[arg(long)]
     threshold: Option<Threshold>,
+    /// shingle | simhash | dsc-ss | combined | imatch | exact (not shingle: computed from the
+    /// method's pairs, or I-Match's signature classes).
+    #[arg(long, default_value = "shingle")]
+    method: Method,
+}
+
+#[derive(Args)]
+struct EvalArgs {
+    #[command(flatten)]
+    ix: IndexArg,
+    /// Truth: `key_a<TAB>key_b<TAB>jaccard` pairs or `key<TAB>label` lines, with a header.
+    #[arg(long, value_name = "FILE")]
+    truth: PathBuf,
+    /// `doc_id<TAB>path` manifest: the truth's first two columns are doc ids (the shared
+    /// corpus's truth.tsv and manifest.tsv).
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
+    /// Thresholds, comma-separated (only shingle depends on it; positives of pair truth do).
+    #[arg(long, default_value = "0.8", value_delimiter = ',')]
+    thresholds: Vec<Threshold>,
+    /// Methods, comma-separated (default: every method the index stores data for).
+    #[arg(long, value_delimiter = ',')]
+    method: Vec<Method>,
 }
 
 #[derive(Args)]
@@ -158,6 +222,7 @@ fn main() -> ExitCode {
         Cmd::Delete(a) => cli_lifecycle::delete(a),
         Cmd::Compact(a) => cli_lifecycle::compact(a),
         Cmd::Verify(a) => cli_lifecycle::verify(a),
+        Cmd::Eval(a) => eval(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -196,6 +261,16 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
         shingle,
         sample: a.sample,
         cluster_threshold: a.cluster_threshold,
+        methods: MethodArgs {
+            methods: a.methods.methods,
+            simhash_k: a.methods.simhash_k,
+            simhash_blocks: a.methods.simhash_blocks,
+            minhash: a.methods.minhash,
+            supershingle: a.methods.supershingle,
+            b_agree: a.methods.b_agree,
+            imatch_filter: a.methods.imatch_filter,
+        }
+        .resolve()?,
     };
     let mut index = Index::open_writer(&a.ix.index, &create)?;
     let opts = IngestOptions {
@@ -309,8 +384,13 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
 
 fn query(a: QueryArgs) -> Result<(), Error> {
     let index = Index::open(&a.ix.index)?;
+    if a.method != Method::Shingle {
+        return query_method(&index, &a);
+    }
     let opts = QueryOptions {
-        threshold: a.threshold,
+        threshold: a
+            .threshold
+            .unwrap_or_else(|| "0.5".parse().expect("valid threshold")),
         top: a.top,
     };
     let mut out = BufWriter::new(io::stdout().lock());
@@ -370,6 +450,40 @@ fn query(a: QueryArgs) -> Result<(), Error> {
     }
 }
 
+fn query_method(index: &Index, a: &QueryArgs) -> Result<(), Error> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    for f in &a.files {
+        let name = f.display().to_string();
+        let bytes = std::fs::read(f).map_err(|e| Error::io(f, e))?;
+        let format = sniff_format(Some(&name), &bytes);
+        let ans = index.query_method(&name, &bytes, format, a.method, a.threshold, a.top)?;
+        if a.ix.json {
+            let line = serde_json::to_string(&ans).expect("answers serialize");
+            writeln!(out, "{line}").map_err(stdout_err)?;
+            continue;
+        }
+        writeln!(
+            out,
+            "{}: {} hits by {} (words {})",
+            ans.input,
+            ans.hits.len(),
+            ans.method,
+            ans.words
+        )
+        .map_err(stdout_err)?;
+        for h in &ans.hits {
+            let extra = match (h.hamming, h.agree) {
+                (Some(x), Some(y)) => format!("\thamming {x}\tagree {y}"),
+                (Some(x), None) => format!("\thamming {x}"),
+                (None, Some(y)) => format!("\tagree {y}"),
+                _ => String::new(),
+            };
+            writeln!(out, "  {:.6}{extra}\t{}", h.similarity, h.key).map_err(stdout_err)?;
+        }
+    }
+    out.flush().map_err(stdout_err)
+}
+
 /// Keys of all documents, by doc id.
 fn key_table(index: &Index) -> Result<Vec<String>, Error> {
     let mut keys = vec![String::new(); index.view().doc_ids() as usize];
@@ -384,19 +498,27 @@ fn key_table(index: &Index) -> Result<Vec<String>, Error> {
 
 fn pairs(a: PairsArgs) -> Result<(), Error> {
     let index = Index::open(&a.ix.index)?;
-    let sample = index.options().sample()?;
-    let view = index.view();
-    let (found, _stats) = pipeline::all_pairs(view, sample, a.threshold, 0..view.doc_ids(), 0)?;
+    let found = method::pairs(&index, a.method, a.threshold)?;
     let keys = key_table(&index)?;
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     for p in &found {
         let (ka, kb) = (&keys[p.a as usize], &keys[p.b as usize]);
         let (ka, kb) = if ka <= kb { (ka, kb) } else { (kb, ka) };
         if a.ix.json {
-            let v = serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.m.resemblance});
+            let mut v = serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.similarity});
+            if a.method != Method::Shingle {
+                v["method"] = serde_json::json!(a.method);
+                v["similarity"] = serde_json::json!(p.similarity);
+                if let Some(h) = p.hamming {
+                    v["hamming"] = serde_json::json!(h);
+                }
+                if let Some(c) = p.agree {
+                    v["agree"] = serde_json::json!(c);
+                }
+            }
             writeln!(out, "{v}").map_err(stdout_err)?;
         } else {
-            writeln!(out, "{ka}\t{kb}\t{:.6}", p.m.resemblance).map_err(stdout_err)?;
+            writeln!(out, "{ka}\t{kb}\t{:.6}", p.similarity).map_err(stdout_err)?;
         }
     }
     out.flush().map_err(stdout_err)
@@ -407,6 +529,7 @@ fn clusters(a: ClustersArgs) -> Result<(), Error> {
     let view = index.view();
     let stored = index.options().cluster_threshold()?;
     let groups: Vec<Vec<u32>> = match a.threshold {
+        _ if a.method != Method::Shingle => method::clusters(&index, a.method, a.threshold)?,
         Some(t) if t != stored => {
             let sample = index.options().sample()?;
             let (found, _) = pipeline::all_pairs(view, sample, t, 0..view.doc_ids(), 0)?;
@@ -484,6 +607,57 @@ fn stats(a: StatsArgs) -> Result<(), Error> {
             seg.file, seg.doc_lo, seg.doc_hi, seg.keys, seg.postings, seg.bytes
         )
         .map_err(stdout_err)?;
+    }
+    Ok(())
+}
+
+fn eval(a: EvalArgs) -> Result<(), Error> {
+    let index = Index::open(&a.ix.index)?;
+    let truth = method::eval::Truth::load(&a.truth, a.manifest.as_deref())?;
+    let methods = if a.method.is_empty() {
+        Method::ALL.to_vec()
+    } else {
+        a.method.clone()
+    };
+    let (rows, skipped) = method::eval::evaluate(&index, &truth, &methods, &a.thresholds)?;
+    let mut out = io::stdout().lock();
+    if a.ix.json {
+        let skipped: Vec<_> = skipped
+            .iter()
+            .map(|(m, why)| serde_json::json!({"method": m, "reason": why}))
+            .collect();
+        let v = serde_json::json!({"rows": rows, "skipped": skipped});
+        writeln!(out, "{v}").map_err(stdout_err)?;
+        return Ok(());
+    }
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.3}"));
+    writeln!(
+        out,
+        "method\tT\tfound\tpositives\ttp\tP\tR\tF1\tseconds\tmean_err\tcorr\tfound_ratio\tclusters/true"
+    )
+    .map_err(stdout_err)?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}\t{:.4}\t{:.4}\t{:.4}\t{:.3}\t{}\t{}\t{}\t{}",
+            r.method,
+            r.threshold,
+            r.found,
+            r.positives,
+            r.true_positives,
+            r.precision,
+            r.recall,
+            r.f1,
+            r.seconds,
+            opt(r.mean_abs_error),
+            opt(r.correlation),
+            opt(r.found_ratio),
+            opt(r.clusters_per_true_cluster)
+        )
+        .map_err(stdout_err)?;
+    }
+    for (m, why) in &skipped {
+        writeln!(out, "# {m} skipped: {why}").map_err(stdout_err)?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{FingerprintOptions, Sample, ShingleKind};
+use crate::method::MethodOptions;
 use crate::threshold::Threshold;
 
 /// Version of the options record (format-spec/rocksdb.md, `meta/options`).
@@ -26,6 +27,10 @@ pub struct IndexOptions {
     pub shingle: String,
     pub sample: String,
     pub cluster_threshold: String,
+    /// What the non-shingle methods store (src/method/); absent in indexes created before
+    /// methods existed, which then store none.
+    #[serde(default)]
+    pub methods: MethodOptions,
 }
 
 impl Default for IndexOptions {
@@ -35,6 +40,7 @@ impl Default for IndexOptions {
             shingle: DEFAULT_SHINGLE.into(),
             sample: DEFAULT_SAMPLE.into(),
             cluster_threshold: DEFAULT_CLUSTER_THRESHOLD.into(),
+            methods: MethodOptions::default(),
         }
     }
 }
@@ -45,6 +51,8 @@ pub struct CreateOptions {
     pub shingle: Option<ShingleKind>,
     pub sample: Option<Sample>,
     pub cluster_threshold: Option<Threshold>,
+    /// Method data to store; `None`: [`MethodOptions::new_index_default`].
+    pub methods: Option<MethodOptions>,
 }
 
 impl IndexOptions {
@@ -60,6 +68,10 @@ impl IndexOptions {
         if let Some(t) = c.cluster_threshold {
             o.cluster_threshold = t.to_string();
         }
+        o.methods = c
+            .methods
+            .clone()
+            .unwrap_or_else(MethodOptions::new_index_default);
         o
     }
 
@@ -88,6 +100,15 @@ impl IndexOptions {
                     "--cluster-threshold",
                     self.cluster_threshold.clone(),
                     t.to_string(),
+                ));
+            }
+        }
+        if let Some(m) = &c.methods {
+            if *m != self.methods {
+                return Err(conflict(
+                    "--methods",
+                    serde_json::to_string(&self.methods).unwrap_or_default(),
+                    serde_json::to_string(m).unwrap_or_default(),
                 ));
             }
         }

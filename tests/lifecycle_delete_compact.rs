@@ -175,7 +175,20 @@ fn delete_keys_removes_docs_everywhere_and_reclusters() {
     assert_verifies(&idx);
 
     // Compaction changes no answer; the deleted documents' bytes are gone.
-    let before = (pairs(&idx, "0.5"), clusters(&idx), out);
+    let simhash_pairs = |idx: &Path| {
+        run(&[
+            "pairs",
+            "--method",
+            "simhash",
+            "--index",
+            idx.to_str().unwrap(),
+        ])
+    };
+    let before = (pairs(&idx, "0.5"), clusters(&idx), out, simhash_pairs(&idx));
+    assert!(
+        before.3.lines().count() > 100,
+        "simhash tables should give pairs"
+    );
     let v: serde_json::Value = serde_json::from_str(
         run(&[
             "compact",
@@ -204,6 +217,11 @@ fn delete_keys_removes_docs_everywhere_and_reclusters() {
     assert_eq!(pairs(&idx, "0.5"), before.0);
     assert_eq!(clusters(&idx), before.1);
     assert_eq!(out, before.2);
+    assert_eq!(
+        simhash_pairs(&idx),
+        before.3,
+        "compaction changed simhash answers"
+    );
     let files: Vec<_> = std::fs::read_dir(idx.join("segments")).unwrap().collect();
     assert_eq!(files.len(), 1, "old segment files must be removed");
     assert_verifies(&idx);

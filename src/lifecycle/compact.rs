@@ -100,16 +100,20 @@ impl Index {
                 "segments {ids:?} are not all live"
             )));
         }
-        for s in &inputs {
-            if let Some(t) = s
-                .seg
-                .tables()
-                .find(|t| ![segment::FORWARD, segment::POSTINGS, FREQUENT_TABLE].contains(&t.id))
-            {
+        // Every table of the inputs is merged by what its keys and values are: doc-keyed
+        // tables drop deleted documents, posting tables drop deleted ids and empty keys, and
+        // FREQUENT is recomputed from the merged POSTINGS.
+        let mut extra_tables: Vec<u32> = inputs
+            .iter()
+            .flat_map(|s| s.seg.tables().map(|t| t.id).collect::<Vec<_>>())
+            .filter(|id| ![segment::FORWARD, segment::POSTINGS, FREQUENT_TABLE].contains(id))
+            .collect();
+        extra_tables.sort_unstable();
+        extra_tables.dedup();
+        for &t in &extra_tables {
+            if !doc_keyed(t) && segment::value_kind(t) != segment::ValueKind::Postings {
                 return Err(Error::InvalidArgument(format!(
-                    "{}: table {} is not known to compaction",
-                    s.seg.path().display(),
-                    t.id
+                    "table {t} is not known to compaction"
                 )));
             }
         }
@@ -180,6 +184,39 @@ impl Index {
             w.add(*k, &df.to_le_bytes())?;
         }
         w.end_table()?;
+        for &t in &extra_tables {
+            w.begin_table(t)?;
+            if doc_keyed(t) {
+                merge_tables(&segs, t, |doc, values| {
+                    if !dead.contains(doc as u32) {
+                        w.add(doc, values[0].1)?;
+                    }
+                    Ok(())
+                })?;
+            } else {
+                merge_tables(&segs, t, |key, values| {
+                    ids_buf.clear();
+                    for (i, v) in values {
+                        let list = segment::decode_postings(v).map_err(|e| {
+                            Error::corrupt(segs[*i].path(), 0, format!("table {t} key {key}: {e}"))
+                        })?;
+                        list.for_each(|d| {
+                            if !dead.contains(d) {
+                                ids_buf.push(d)
+                            }
+                        });
+                    }
+                    if !ids_buf.is_empty() {
+                        ids_buf.sort_unstable();
+                        buf.clear();
+                        segment::encode_postings(&ids_buf, &mut buf);
+                        w.add(key, &buf)?;
+                    }
+                    Ok(())
+                })?;
+            }
+            w.end_table()?;
+        }
         let meta = w.finish()?;
         let new_path = self.segment_path(&file);
 
@@ -220,6 +257,11 @@ impl Index {
         s.seconds = started.elapsed().as_secs_f64();
         Ok(s)
     }
+}
+
+/// Tables keyed by doc id (one value per document), as opposed to posting tables.
+fn doc_keyed(table: u32) -> bool {
+    table == segment::FORWARD || table == segment::SIM384
 }
 
 /// K-way merge of table `table` of `segs` in key order: `f(key, [(segment index, value)])`

@@ -21,6 +21,8 @@ use crate::error::{Error, Result};
 use crate::fingerprint::{fingerprint, Fingerprint, FingerprintOptions};
 use crate::index::Index;
 use crate::input::{read_inputs, InputItem, InputOptions};
+use crate::method::writer::{extras as method_extras, DocExtras, MethodWriter};
+use crate::method::MethodOptions;
 use crate::pipeline::pairs::all_pairs;
 use crate::segment::{self, SegmentWriter};
 use crate::sort::{ExternalSorter, KeyDoc, SortOptions};
@@ -155,6 +157,7 @@ enum Prepared {
         origin: String,
         bytes: u64,
         fp: Fingerprint,
+        extras: DocExtras,
     },
     Bad {
         key: String,
@@ -163,7 +166,7 @@ enum Prepared {
     },
 }
 
-fn prepare(item: InputItem, fp_opts: &FingerprintOptions) -> Prepared {
+fn prepare(item: InputItem, fp_opts: &FingerprintOptions, m_opts: &MethodOptions) -> Prepared {
     match item {
         InputItem::Bad {
             key,
@@ -175,12 +178,16 @@ fn prepare(item: InputItem, fp_opts: &FingerprintOptions) -> Prepared {
             reason,
         },
         InputItem::Doc(raw) => match canonicalize(&raw.bytes, raw.format, raw.charset.as_deref()) {
-            Ok(canon) => Prepared::Doc {
-                key: raw.key,
-                origin: raw.origin,
-                bytes: raw.bytes.len() as u64,
-                fp: fingerprint(&canon.text, fp_opts),
-            },
+            Ok(canon) => {
+                let fp = fingerprint(&canon.text, fp_opts);
+                Prepared::Doc {
+                    key: raw.key,
+                    origin: raw.origin,
+                    bytes: raw.bytes.len() as u64,
+                    extras: method_extras(&canon.text, &fp, fp_opts, m_opts),
+                    fp,
+                }
+            }
             Err(why) => Prepared::Bad {
                 key: raw.key,
                 origin: raw.origin,
@@ -284,11 +291,13 @@ impl Index {
         // prepared on both cores while this thread files the previous one.
         let (ptx, prx) = sync_channel::<Vec<Prepared>>(2);
         let stage_opts = fp_opts;
+        let m_opts = self.options().methods.clone();
+        let mut methods = MethodWriter::new(&m_opts);
         let preparer = std::thread::spawn(move || {
             for chunk in rx {
                 let prepared: Vec<Prepared> = chunk
                     .into_par_iter()
-                    .map(|item| prepare(item, &stage_opts))
+                    .map(|item| prepare(item, &stage_opts, &m_opts))
                     .collect();
                 if ptx.send(prepared).is_err() {
                     return;
@@ -302,7 +311,7 @@ impl Index {
             }
             for p in prepared {
                 s.documents_read += 1;
-                let (key, origin, bytes, fp) = match p {
+                let (key, origin, bytes, fp, extras) = match p {
                     Prepared::Bad {
                         key,
                         origin,
@@ -324,7 +333,8 @@ impl Index {
                         origin,
                         bytes,
                         fp,
-                    } => (key, origin, bytes, fp),
+                        extras,
+                    } => (key, origin, bytes, fp, extras),
                 };
                 s.input_bytes += bytes;
                 if !batch_keys.insert(key.clone()) {
@@ -371,6 +381,7 @@ impl Index {
                     sorter.push(KeyDoc { key: f, doc })?;
                 }
                 s.features += fp.features.len() as u64;
+                methods.add(doc, &fp, extras);
                 let exact = match batch_digests.get(&fp.digest) {
                     Some(&d) => Some(d),
                     None => {
@@ -461,6 +472,7 @@ impl Index {
             writer.add(*k, &df.to_le_bytes())?;
         }
         writer.end_table()?;
+        methods.write_tables(&mut writer, catalog)?;
         let seg_meta = writer.finish()?;
         s.segment_bytes = seg_meta.bytes;
 
@@ -551,6 +563,7 @@ impl Index {
             segment: s.segment.clone(),
         };
         wb.put_batch(batch_id, &name, &record);
+        methods.stage(catalog, &mut wb)?;
         drop(view); // an empty batch's segment file goes with `unpublished`
         catalog.commit(wb)?;
         if added > 0 {

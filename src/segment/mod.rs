@@ -43,6 +43,12 @@ pub use writer::SegmentWriter;
 pub const POSTINGS: u32 = 1;
 /// Table of doc id (as u64) -> the doc's sorted feature hashes (see `encode_u64s`).
 pub const FORWARD: u32 = 2;
+/// Table of DSC-SS supershingle -> posting list (src/method/dsc.rs).
+pub const SUPERSHINGLES: u32 = 8;
+/// Table of doc id (as u64) -> the doc's 384-bit simhash, 6 u64 LE (src/method/dsc.rs).
+pub const SIM384: u32 = 9;
+/// Table of I-Match signature -> posting list (src/method/imatch.rs).
+pub const IMATCH: u32 = 10;
 /// First simhash table: table `SIMHASH_BASE + t` maps the t-th permuted simhash -> posting list.
 pub const SIMHASH_BASE: u32 = 16;
 /// Number of table ids reserved for simhash tables (`SIMHASH_BASE..SIMHASH_BASE + this`).
@@ -69,6 +75,7 @@ pub const fn value_kind(id: u32) -> ValueKind {
     match id {
         POSTINGS => ValueKind::Postings,
         FORWARD => ValueKind::U64s,
+        SUPERSHINGLES | IMATCH => ValueKind::Postings,
         _ if id >= SIMHASH_BASE && id < SIMHASH_BASE + SIMHASH_MAX_TABLES => ValueKind::Postings,
         _ => ValueKind::Opaque,
     }

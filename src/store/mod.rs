@@ -116,6 +116,25 @@ impl Catalog {
         }
     }
 
+    /// A raw value of the `meta` column family (method data, e.g. `imatch/...`).
+    pub fn meta_raw(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get(CF_META, key)
+    }
+
+    /// The `meta` entries whose key starts with `prefix`, in key order.
+    pub fn meta_prefix<'a>(
+        &'a self,
+        prefix: &'a [u8],
+    ) -> impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>)>> + 'a {
+        self.db
+            .iterator_cf(
+                self.cf(CF_META),
+                IteratorMode::From(prefix, rocksdb::Direction::Forward),
+            )
+            .map(move |item| item.map_err(|e| db_err(&self.path, e)))
+            .take_while(move |item| item.as_ref().map_or(true, |(k, _)| k.starts_with(prefix)))
+    }
+
     /// The live-segment manifest (empty for a new index).
     pub fn manifest(&self) -> Result<Manifest> {
         Ok(self.meta_json(META_MANIFEST)?.unwrap_or_else(Manifest::new))
@@ -312,6 +331,10 @@ impl CatalogBatch<'_> {
         // Serializing our own plain structs to JSON cannot fail.
         let v = serde_json::to_vec(value).expect("meta values serialize");
         self.wb.put_cf(self.cat.cf(CF_META), key, v);
+    }
+    /// A raw `meta` value (method data, format-spec/rocksdb.md).
+    pub fn put_meta_raw(&mut self, key: &[u8], value: &[u8]) {
+        self.wb.put_cf(self.cat.cf(CF_META), key, value);
     }
     pub fn put_next_doc(&mut self, next: u32) {
         self.wb

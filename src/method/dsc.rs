@@ -1,0 +1,150 @@
+//! DSC-SS (Broder's supershingles) and Henzinger's combined algorithm.
+//!
+//! Every document with shingles gets K min values (`minhash_values` over its full shingle
+//! set), grouped into K / s supershingles (format-spec/fingerprints.md §7). The segment table
+//! SUPERSHINGLES maps a supershingle to the documents having it; supershingles are seeded with
+//! their position, so equal keys mean agreement at the same position. Two documents are
+//! B-similar when at least `min_agree` of their supershingles agree: all pairs count, per
+//! supershingle key, the pairs of its posting list.
+//!
+//! Combined (Henzinger 2006): the B-similar pairs whose C-similarity (agreeing bits of the
+//! 384-bit simhashes, table SIM384, / 384) reaches a threshold.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+use crate::fingerprint::minhash;
+use crate::fingerprint::simhash::hamming_wide;
+use crate::view::View;
+
+use super::{missing_table, segment_of, table_postings, DscOptions, MethodPair};
+
+pub use crate::segment::{SIM384, SUPERSHINGLES};
+
+/// The supershingles of a document from its full (unsampled) shingle set.
+pub fn supershingles(shingles: &[u64], o: &DscOptions) -> Vec<u64> {
+    let mins = minhash::minhash_values(shingles, o.minhash);
+    minhash::supershingles(&mins, o.supershingle as usize)
+}
+
+/// Agreement counts of every pair of live documents sharing at least one supershingle.
+fn agreement_counts(view: &View) -> Result<HashMap<(u32, u32), u32>> {
+    let entries = table_postings(view, SUPERSHINGLES)?;
+    let mut counts: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut start = 0;
+    while start < entries.len() {
+        let key = entries[start].0;
+        let end = start + entries[start..].iter().take_while(|e| e.0 == key).count();
+        let run = &entries[start..end];
+        for (i, &(_, a)) in run.iter().enumerate() {
+            for &(_, b) in &run[i + 1..] {
+                *counts.entry((a.min(b), a.max(b))).or_insert(0) += 1;
+            }
+        }
+        start = end;
+    }
+    Ok(counts)
+}
+
+/// Every B-similar pair; similarity = agreeing supershingles / supershingles.
+pub fn pairs(view: &View, o: DscOptions) -> Result<Vec<MethodPair>> {
+    let n = o.supershingles() as f64;
+    Ok(agreement_counts(view)?
+        .into_iter()
+        .filter(|&(_, c)| c >= o.min_agree)
+        .map(|((a, b), c)| {
+            let mut p = MethodPair::new(a, b, c as f64 / n);
+            p.agree = Some(c);
+            p
+        })
+        .collect())
+}
+
+/// The stored 384-bit simhash of `doc`.
+pub fn sim384(view: &View, doc: u32) -> Result<Option<[u64; 6]>> {
+    let Some(seg) = segment_of(view, doc) else {
+        return Ok(None);
+    };
+    if !seg.contains_table(SIM384) {
+        return Err(missing_table(seg.path(), SIM384));
+    }
+    match seg.get(SIM384, doc as u64)? {
+        None => Ok(None),
+        Some(v) => decode_sim384(v).map(Some).ok_or_else(|| {
+            Error::corrupt(seg.path(), 0, format!("SIM384 value of {} bytes", v.len()))
+        }),
+    }
+}
+
+pub fn encode_sim384(s: &[u64; 6]) -> [u8; 48] {
+    let mut b = [0u8; 48];
+    for (i, w) in s.iter().enumerate() {
+        b[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    b
+}
+
+pub fn decode_sim384(v: &[u8]) -> Option<[u64; 6]> {
+    if v.len() != 48 {
+        return None;
+    }
+    let mut s = [0u64; 6];
+    for (i, c) in v.chunks_exact(8).enumerate() {
+        // chunks_exact(8) gives 8-byte slices.
+        s[i] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    }
+    Some(s)
+}
+
+/// C-similarity of two 384-bit simhashes: agreeing bits / 384.
+pub fn c_similarity(a: &[u64; 6], b: &[u64; 6]) -> (f64, u32) {
+    let h = hamming_wide(a, b);
+    (1.0 - h as f64 / 384.0, h)
+}
+
+/// B-similar pairs kept when their C-similarity is >= `t`; similarity = C-similarity.
+pub fn combined_pairs(view: &View, o: DscOptions, t: f64) -> Result<Vec<MethodPair>> {
+    let mut out = Vec::new();
+    for p in pairs(view, o)? {
+        let (Some(a), Some(b)) = (sim384(view, p.a)?, sim384(view, p.b)?) else {
+            continue;
+        };
+        let (c, h) = c_similarity(&a, &b);
+        if c >= t {
+            out.push(MethodPair {
+                similarity: c,
+                hamming: Some(h),
+                ..p
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Live documents B-similar to a document with supershingles `supers`: (doc, agreements).
+pub fn query(view: &View, o: DscOptions, supers: &[u64]) -> Result<Vec<(u32, u32)>> {
+    let mut counts: HashMap<u32, u32> = HashMap::new();
+    for s in &view.segments {
+        if s.entry.doc_hi <= s.entry.doc_lo {
+            continue;
+        }
+        if !s.seg.contains_table(SUPERSHINGLES) {
+            return Err(missing_table(s.seg.path(), SUPERSHINGLES));
+        }
+        for &ss in supers {
+            if let Some(list) = s.seg.get_postings(SUPERSHINGLES, ss)? {
+                list.for_each(|d| {
+                    if view.is_live(d) {
+                        *counts.entry(d).or_insert(0) += 1
+                    }
+                });
+            }
+        }
+    }
+    let mut v: Vec<(u32, u32)> = counts
+        .into_iter()
+        .filter(|&(_, c)| c >= o.min_agree)
+        .collect();
+    v.sort_unstable();
+    Ok(v)
+}

@@ -1,0 +1,150 @@
+//! Single-document queries by method: the indexed documents a method reports as
+//! near-duplicates of a document that is not added.
+
+use serde::Serialize;
+
+use crate::canonicalize::{canonicalize, DocFormat};
+use crate::error::{Error, Result};
+use crate::fingerprint::fingerprint;
+use crate::index::Index;
+use crate::threshold::Threshold;
+
+use super::{dsc, exact, imatch, simhash, writer, Method, DEFAULT_COMBINED_THRESHOLD};
+
+/// One hit of a method query; `similarity` as in [`super::MethodPair`].
+#[derive(Clone, Debug, Serialize)]
+pub struct MethodHit {
+    pub key: String,
+    pub doc: u32,
+    pub similarity: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hamming: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agree: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MethodAnswer {
+    pub input: String,
+    pub method: Method,
+    pub words: u32,
+    pub hits: Vec<MethodHit>,
+}
+
+impl Index {
+    /// Near-duplicates of one document by `method` (not shingle: see `query_document`), best
+    /// first. `threshold` as for [`super::pairs`].
+    pub fn query_method(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        format: DocFormat,
+        method: Method,
+        threshold: Option<Threshold>,
+        top: usize,
+    ) -> Result<MethodAnswer> {
+        let canon = canonicalize(bytes, format, None).map_err(|why| Error::Document {
+            key: name.to_owned(),
+            reason: why.to_string(),
+        })?;
+        let fo = self.options().fingerprint()?;
+        let mo = &self.options().methods;
+        let fp = fingerprint(&canon.text, &fo);
+        let x = writer::extras(&canon.text, &fp, &fo, mo);
+        let view = self.view();
+        let hit = |doc: u32, similarity: f64| MethodHit {
+            key: String::new(),
+            doc,
+            similarity,
+            hamming: None,
+            agree: None,
+        };
+        let mut hits: Vec<MethodHit> = Vec::new();
+        if fp.words > 0 {
+            match method {
+                Method::Shingle => {
+                    return Err(Error::InvalidArgument(
+                        "query_method: use query_document for shingle".into(),
+                    ))
+                }
+                Method::Simhash => {
+                    let tables = mo.simhash_tables()?;
+                    for (d, h) in simhash::query(view, &tables, fp.simhash)? {
+                        let s = simhash::similarity(h);
+                        if threshold.is_none_or(|t| s >= t.as_f64()) {
+                            hits.push(MethodHit {
+                                hamming: Some(h),
+                                ..hit(d, s)
+                            });
+                        }
+                    }
+                }
+                Method::DscSs | Method::Combined => {
+                    let o = mo.dsc()?;
+                    let n = o.supershingles() as f64;
+                    let t = threshold.map_or(DEFAULT_COMBINED_THRESHOLD, |t| t.as_f64());
+                    for (d, c) in dsc::query(view, o, &x.supers)? {
+                        let mut h = MethodHit {
+                            agree: Some(c),
+                            ..hit(d, c as f64 / n)
+                        };
+                        if method == Method::Combined {
+                            mo.require_sim384()?;
+                            let (Some(q), Some(s)) = (x.sim384, dsc::sim384(view, d)?) else {
+                                continue;
+                            };
+                            let (cs, hw) = dsc::c_similarity(&q, &s);
+                            if cs < t {
+                                continue;
+                            }
+                            h.similarity = cs;
+                            h.hamming = Some(hw);
+                        }
+                        hits.push(h);
+                    }
+                }
+                Method::Imatch => {
+                    let im = mo.imatch()?;
+                    if let Some(lex) = imatch::Lexicon::load(self.catalog())? {
+                        let sig = lex.signature(&x.terms, im.filter);
+                        for s in &view.segments {
+                            if s.entry.doc_hi <= s.entry.doc_lo {
+                                continue;
+                            }
+                            if let Some(list) = s.seg.get_postings(imatch::IMATCH, sig)? {
+                                list.for_each(|d| {
+                                    if view.is_live(d) {
+                                        hits.push(hit(d, 1.0))
+                                    }
+                                });
+                            }
+                        }
+                    }
+                }
+                Method::Exact => {
+                    for d in exact::query(self, &fp.digest)? {
+                        hits.push(hit(d, 1.0));
+                    }
+                }
+            }
+        }
+        hits.sort_by(|a, b| {
+            b.similarity
+                .total_cmp(&a.similarity)
+                .then(a.doc.cmp(&b.doc))
+        });
+        if top > 0 {
+            hits.truncate(top);
+        }
+        let ids: Vec<u32> = hits.iter().map(|h| h.doc).collect();
+        for (h, rec) in hits.iter_mut().zip(self.catalog().docs(&ids)?) {
+            h.key = rec.map(|r| r.key).unwrap_or_default();
+        }
+        Ok(MethodAnswer {
+            input: name.to_owned(),
+            method,
+            words: fp.words,
+            hits,
+        })
+    }
+}
