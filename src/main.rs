@@ -73,6 +73,10 @@ struct IngestArgs {
     /// Creation option: resemblance threshold of the clusters kept at ingest (default 0.8).
     #[arg(long, value_name = "T")]
     cluster_threshold: Option<Threshold>,
+    /// Creation option: commonality limit; keys in more than N documents produce no
+    /// candidates (they still count in resemblance). Default: no limit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_df: Option<u32>,
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
@@ -109,6 +113,9 @@ struct QueryArgs {
     /// At most K hits per document, best first (0 = all).
     #[arg(long, default_value_t = 10)]
     top: usize,
+    /// Commonality limit for this query (default: the index's; 0 = no limit).
+    #[arg(long, value_name = "N")]
+    max_df: Option<u32>,
 }
 
 #[derive(Args)]
@@ -118,6 +125,15 @@ struct PairsArgs {
     /// Minimum resemblance.
     #[arg(long)]
     threshold: Threshold,
+    /// Commonality limit for this run (default: the index's; 0 = no limit).
+    #[arg(long, value_name = "N")]
+    max_df: Option<u32>,
+    /// Budget of the pair buffer (one block of probing documents), e.g. 64MiB.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    mem: Option<u64>,
+    /// Print the work counters (postings visited, what --max-df cut, blocks) as JSON on stderr.
+    #[arg(long)]
+    stats: bool,
 }
 
 #[derive(Args)]
@@ -181,6 +197,7 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
         shingle,
         sample: a.sample,
         cluster_threshold: a.cluster_threshold,
+        max_df: a.max_df,
     };
     let mut index = Index::open_writer(&a.ix.index, &create)?;
     let opts = IngestOptions {
@@ -294,6 +311,7 @@ fn query(a: QueryArgs) -> Result<(), Error> {
     let opts = QueryOptions {
         threshold: a.threshold,
         top: a.top,
+        max_df: a.max_df,
     };
     let mut out = BufWriter::new(io::stdout().lock());
     let mut failed = None;
@@ -364,24 +382,58 @@ fn key_table(index: &Index) -> Result<Vec<String>, Error> {
     Ok(keys)
 }
 
+/// The commonality limit of a run: the index's unless overridden (0 = none).
+fn run_max_df(index: &Index, over: Option<u32>) -> Option<u32> {
+    match over {
+        None => index.options().max_df,
+        Some(0) => None,
+        Some(n) => Some(n),
+    }
+}
+
 fn pairs(a: PairsArgs) -> Result<(), Error> {
     let index = Index::open(&a.ix.index)?;
     let sample = index.options().sample()?;
     let view = index.view();
-    let (found, _stats) = pipeline::all_pairs(view, sample, a.threshold, 0..view.doc_ids(), 0)?;
-    let keys = key_table(&index)?;
-    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    for p in &found {
-        let (ka, kb) = (&keys[p.a as usize], &keys[p.b as usize]);
-        let (ka, kb) = if ka <= kb { (ka, kb) } else { (kb, ka) };
-        if a.ix.json {
-            let v = serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.m.resemblance});
-            writeln!(out, "{v}").map_err(stdout_err)?;
-        } else {
-            writeln!(out, "{ka}\t{kb}\t{:.6}", p.m.resemblance).map_err(stdout_err)?;
-        }
+    let mut cfg = pipeline::PairsConfig::new(sample, a.threshold);
+    cfg.max_df = run_max_df(&index, a.max_df);
+    if let Some(m) = a.mem {
+        cfg.buffer_bytes = m;
     }
-    out.flush().map_err(stdout_err)
+    // Pairs stream out block by block; keys are looked up per block, not held for the index.
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let mut ids: Vec<u32> = Vec::new();
+    let mut keys: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
+    let stats = pipeline::for_each_pair_block(view, &cfg, 0..view.doc_ids(), 0, |block| {
+        ids.clear();
+        ids.extend(block.iter().flat_map(|p| [p.a, p.b]));
+        ids.sort_unstable();
+        ids.dedup();
+        keys.clear();
+        for (d, r) in ids.iter().zip(index.catalog().docs(&ids)?) {
+            keys.insert(*d, r.map(|r| r.key).unwrap_or_default());
+        }
+        for p in block {
+            let (ka, kb) = (&keys[&p.a], &keys[&p.b]);
+            let (ka, kb) = if ka <= kb { (ka, kb) } else { (kb, ka) };
+            if a.ix.json {
+                let v =
+                    serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.m.resemblance});
+                writeln!(out, "{v}").map_err(stdout_err)?;
+            } else {
+                writeln!(out, "{ka}\t{kb}\t{:.6}", p.m.resemblance).map_err(stdout_err)?;
+            }
+        }
+        Ok(())
+    })?;
+    out.flush().map_err(stdout_err)?;
+    if a.stats {
+        eprintln!(
+            "{}",
+            serde_json::to_string(&stats).expect("stats serialize")
+        );
+    }
+    Ok(())
 }
 
 fn clusters(a: ClustersArgs) -> Result<(), Error> {
@@ -391,8 +443,17 @@ fn clusters(a: ClustersArgs) -> Result<(), Error> {
     let groups: Vec<Vec<u32>> = match a.threshold {
         Some(t) if t != stored => {
             let sample = index.options().sample()?;
-            let (found, _) = pipeline::all_pairs(view, sample, t, 0..view.doc_ids(), 0)?;
-            cluster::components(found.iter().map(|p| (p.a, p.b)))
+            let mut cfg = pipeline::PairsConfig::new(sample, t);
+            cfg.max_df = index.options().max_df;
+            // Edges go into the union-find block by block; no pair list is kept.
+            let mut uf = cluster::UnionFind::new();
+            pipeline::for_each_pair_block(view, &cfg, 0..view.doc_ids(), 0, |block| {
+                for p in block {
+                    uf.union(p.a, p.b);
+                }
+                Ok(())
+            })?;
+            uf.groups().into_values().filter(|g| g.len() > 1).collect()
         }
         _ => {
             let mut g = Vec::new();

@@ -26,6 +26,11 @@ pub struct IndexOptions {
     pub shingle: String,
     pub sample: String,
     pub cluster_threshold: String,
+    /// Commonality limit (`--max-df N`): keys in more than N documents produce no candidates
+    /// (they still count in resemblance). Absent: no limit. Records written before this field
+    /// existed read as "no limit".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_df: Option<u32>,
 }
 
 impl Default for IndexOptions {
@@ -35,6 +40,7 @@ impl Default for IndexOptions {
             shingle: DEFAULT_SHINGLE.into(),
             sample: DEFAULT_SAMPLE.into(),
             cluster_threshold: DEFAULT_CLUSTER_THRESHOLD.into(),
+            max_df: None,
         }
     }
 }
@@ -45,6 +51,7 @@ pub struct CreateOptions {
     pub shingle: Option<ShingleKind>,
     pub sample: Option<Sample>,
     pub cluster_threshold: Option<Threshold>,
+    pub max_df: Option<u32>,
 }
 
 impl IndexOptions {
@@ -60,6 +67,7 @@ impl IndexOptions {
         if let Some(t) = c.cluster_threshold {
             o.cluster_threshold = t.to_string();
         }
+        o.max_df = c.max_df;
         o
     }
 
@@ -89,6 +97,12 @@ impl IndexOptions {
                     self.cluster_threshold.clone(),
                     t.to_string(),
                 ));
+            }
+        }
+        if let Some(n) = c.max_df {
+            if Some(n) != self.max_df {
+                let stored = self.max_df.map_or("none".to_string(), |v| v.to_string());
+                return Err(conflict("--max-df", stored, n.to_string()));
             }
         }
         Ok(())
