@@ -37,7 +37,7 @@ pub struct PairsStats {
     pub max_df_probes_cut: u64,
     /// Over-limit keys passed over while choosing probes.
     pub max_df_keys_cut: u64,
-    /// Posting entries of those keys: what the limit saved from being visited.
+    /// Posting entries the unfilled probes would have visited: what the limit saved.
     pub max_df_postings_skipped: u64,
     /// Probing documents whose probe set the limit left short (their pairs that share only
     /// over-limit keys can be missed).

@@ -39,7 +39,7 @@ pub struct Scratch {
     pub probes_cut: u64,
     /// Over-limit keys passed over while choosing probes.
     pub keys_cut: u64,
-    /// Posting entries of those keys (what probing them would have visited).
+    /// Posting entries the unfilled probes would have visited (the rarest over-limit keys).
     pub postings_skipped: u64,
     /// Searched documents whose probe set the limit left short.
     pub docs_cut: u64,
@@ -141,6 +141,8 @@ impl<'v> Matcher<'v> {
         let mut all: Vec<(u32, u64)> = x.iter().map(|&k| (self.view.probe_weight(k), k)).collect();
         all.sort_unstable();
         scratch.order.clear();
+        // df of the over-limit keys in the order they would have been probed.
+        let mut over: Vec<u64> = Vec::new();
         for &(w, k) in &all {
             if scratch.order.len() == probes {
                 break;
@@ -155,13 +157,17 @@ impl<'v> Matcher<'v> {
             };
             if df > limit {
                 scratch.keys_cut += 1;
-                scratch.postings_skipped += df;
+                over.push(df);
                 continue;
             }
             scratch.order.push((w as u32, k));
         }
         if scratch.order.len() < probes {
-            scratch.probes_cut += (probes - scratch.order.len()) as u64;
+            let missing = probes - scratch.order.len();
+            scratch.probes_cut += missing as u64;
+            // What the unfilled probes would have read: the rarest over-limit keys.
+            over.sort_unstable();
+            scratch.postings_skipped += over.iter().take(missing).sum::<u64>();
             scratch.docs_cut += 1;
         }
         Ok(())
