@@ -5,6 +5,7 @@
 //! summary); 1 the operation failed and changed nothing; 2 bad usage; 4 another writer holds
 //! the index. A closed stdout (e.g. `| head`) ends the command quietly with 0.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
@@ -370,13 +371,13 @@ fn query(a: QueryArgs) -> Result<(), Error> {
     }
 }
 
-/// Keys of all documents, by doc id.
-fn key_table(index: &Index) -> Result<Vec<String>, Error> {
-    let mut keys = vec![String::new(); index.view().doc_ids() as usize];
-    for item in index.catalog().iter_docs() {
-        let (d, r) = item?;
-        if let Some(k) = keys.get_mut(d as usize) {
-            *k = r.key;
+/// Keys of the documents in `groups`, looked up in the catalog (not a table of every key).
+fn keys_of(index: &Index, groups: &[Vec<u32>]) -> Result<HashMap<u32, String>, Error> {
+    let ids: Vec<u32> = groups.iter().flatten().copied().collect();
+    let mut keys = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(4096) {
+        for (d, r) in chunk.iter().zip(index.catalog().docs(chunk)?) {
+            keys.insert(*d, r.map(|r| r.key).unwrap_or_default());
         }
     }
     Ok(keys)
@@ -403,7 +404,7 @@ fn pairs(a: PairsArgs) -> Result<(), Error> {
     // Pairs stream out block by block; keys are looked up per block, not held for the index.
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let mut ids: Vec<u32> = Vec::new();
-    let mut keys: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
+    let mut keys: HashMap<u32, String> = HashMap::new();
     let stats = pipeline::for_each_pair_block(view, &cfg, 0..view.doc_ids(), 0, |block| {
         ids.clear();
         ids.extend(block.iter().flat_map(|p| [p.a, p.b]));
@@ -467,17 +468,17 @@ fn clusters(a: ClustersArgs) -> Result<(), Error> {
             g
         }
     };
-    let keys = key_table(&index)?;
+    let keys = keys_of(&index, &groups)?;
     let mut out = BufWriter::new(io::stdout().lock());
     for g in &groups {
         let id = g[0];
         if a.ix.json {
-            let members: Vec<&str> = g.iter().map(|d| keys[*d as usize].as_str()).collect();
-            let v = serde_json::json!({"cluster": id, "representative": keys[id as usize], "size": g.len(), "members": members});
+            let members: Vec<&str> = g.iter().map(|d| keys[d].as_str()).collect();
+            let v = serde_json::json!({"cluster": id, "representative": keys[&id], "size": g.len(), "members": members});
             writeln!(out, "{v}").map_err(stdout_err)?;
         } else {
             for d in g {
-                writeln!(out, "{id}\t{}", keys[*d as usize]).map_err(stdout_err)?;
+                writeln!(out, "{id}\t{}", keys[d]).map_err(stdout_err)?;
             }
         }
     }
