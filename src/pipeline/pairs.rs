@@ -194,3 +194,70 @@ pub fn for_each_pair_block(
     }
     Ok(stats)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Index;
+    use crate::options::CreateOptions;
+    use crate::pipeline::IngestOptions;
+
+    /// Blocks of any size give the same pairs, in global (a, b) order, as one block.
+    #[test]
+    fn blocks_of_any_size_give_the_same_sorted_pairs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let docs = tmp.path().join("docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        // 60 pages in 12 families: a family shares most of its words, so pairs cross blocks.
+        for d in 0..60u32 {
+            let fam = d % 12;
+            let words: Vec<String> = (0..80)
+                .map(|i| {
+                    if i == d % 80 {
+                        format!("own{d}")
+                    } else {
+                        format!("f{fam}w{i}")
+                    }
+                })
+                .collect();
+            let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
+            std::fs::write(docs.join(format!("d{d:02}.html")), html).unwrap();
+        }
+        let mut ix = Index::open_writer(tmp.path().join("idx"), &CreateOptions::default()).unwrap();
+        let opts = IngestOptions {
+            mem_bytes: 16 << 20,
+            ..IngestOptions::default()
+        };
+        ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
+            .unwrap();
+        let view = ix.view();
+        let sample = ix.options().sample().unwrap();
+        let cfg = PairsConfig::new(sample, "0.5".parse().unwrap());
+        let (whole, s1) = collect_pairs(view, &cfg, 0..view.doc_ids(), 0).unwrap();
+        assert_eq!(s1.blocks, 1);
+        assert_eq!(whole.len(), 12 * (5 * 4 / 2));
+        for block_docs in [1, 7, 13] {
+            let small = PairsConfig { block_docs, ..cfg };
+            let mut streamed = Vec::new();
+            let s = for_each_pair_block(view, &small, 0..view.doc_ids(), 0, |b| {
+                assert!(
+                    b.len() as u32 <= block_docs * 4,
+                    "a block holds its own pairs only"
+                );
+                streamed.extend_from_slice(b);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(streamed, whole, "block_docs {block_docs}");
+            assert_eq!(s.blocks, 60u64.div_ceil(block_docs as u64));
+            assert_eq!(s.pairs, whole.len() as u64);
+        }
+        // A tiny buffer budget shrinks the blocks (down to the configured minimum).
+        let tight = PairsConfig {
+            buffer_bytes: 1,
+            ..cfg
+        };
+        let s = for_each_pair_block(view, &tight, 0..view.doc_ids(), 0, |_| Ok(())).unwrap();
+        assert_eq!(s.pairs, whole.len() as u64);
+    }
+}
