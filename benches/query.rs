@@ -31,6 +31,7 @@ fn bench(c: &mut Criterion) {
     let opts = QueryOptions {
         threshold: "0.5".parse().unwrap(),
         top: 10,
+        max_df: None,
     };
     let mut g = c.benchmark_group("query");
     let mut i = 0;

@@ -5,6 +5,7 @@
 //! summary); 1 the operation failed and changed nothing; 2 bad usage; 4 another writer holds
 //! the index; 5 `verify` found problems. A closed stdout (e.g. `| head`) ends the command quietly with 0.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
@@ -86,6 +87,10 @@ struct IngestArgs {
     cluster_threshold: Option<Threshold>,
     #[command(flatten)]
     methods: MethodCreateArgs,
+    /// Creation option: commonality limit; keys in more than N documents produce no
+    /// candidates (they still count in resemblance). Default: no limit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_df: Option<u32>,
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
@@ -156,6 +161,9 @@ struct QueryArgs {
     /// At most K hits per document, best first (0 = all).
     #[arg(long, default_value_t = 10)]
     top: usize,
+    /// Commonality limit for this query (default: the index's; 0 = no limit).
+    #[arg(long, value_name = "N")]
+    max_df: Option<u32>,
 }
 
 #[derive(Args)]
@@ -170,6 +178,15 @@ struct PairsArgs {
     /// shingle | simhash | dsc-ss | combined | imatch | exact.
     #[arg(long, default_value = "shingle")]
     method: Method,
+    /// Commonality limit for this run (default: the index's; 0 = no limit).
+    #[arg(long, value_name = "N")]
+    max_df: Option<u32>,
+    /// Budget of the pair buffer (one block of probing documents), e.g. 64MiB.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    mem: Option<u64>,
+    /// Print the work counters (postings visited, what --max-df cut, blocks) as JSON on stderr.
+    #[arg(long)]
+    stats: bool,
 }
 
 #[derive(Args)]
@@ -271,6 +288,7 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
             imatch_filter: a.methods.imatch_filter,
         }
         .resolve()?,
+        max_df: a.max_df,
     };
     let mut index = Index::open_writer(&a.ix.index, &create)?;
     let opts = IngestOptions {
@@ -392,6 +410,7 @@ fn query(a: QueryArgs) -> Result<(), Error> {
             .threshold
             .unwrap_or_else(|| "0.5".parse().expect("valid threshold")),
         top: a.top,
+        max_df: a.max_df,
     };
     let mut out = BufWriter::new(io::stdout().lock());
     let mut failed = None;
@@ -484,37 +503,96 @@ fn query_method(index: &Index, a: &QueryArgs) -> Result<(), Error> {
     out.flush().map_err(stdout_err)
 }
 
-/// Keys of all documents, by doc id.
-fn key_table(index: &Index) -> Result<Vec<String>, Error> {
-    let mut keys = vec![String::new(); index.view().doc_ids() as usize];
-    for item in index.catalog().iter_docs() {
-        let (d, r) = item?;
-        if let Some(k) = keys.get_mut(d as usize) {
-            *k = r.key;
+/// Keys of the documents in `groups`, looked up in the catalog (not a table of every key).
+fn keys_of(index: &Index, groups: &[Vec<u32>]) -> Result<HashMap<u32, String>, Error> {
+    let ids: Vec<u32> = groups.iter().flatten().copied().collect();
+    let mut keys = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(4096) {
+        for (d, r) in chunk.iter().zip(index.catalog().docs(chunk)?) {
+            keys.insert(*d, r.map(|r| r.key).unwrap_or_default());
         }
     }
     Ok(keys)
 }
 
+/// The commonality limit of a run: the index's unless overridden (0 = none).
+fn run_max_df(index: &Index, over: Option<u32>) -> Option<u32> {
+    match over {
+        None => index.options().max_df,
+        Some(0) => None,
+        Some(n) => Some(n),
+    }
+}
+
 fn pairs(a: PairsArgs) -> Result<(), Error> {
     let index = Index::open(&a.ix.index)?;
-    let found = method::pairs(&index, a.method, a.threshold)?;
-    let keys = key_table(&index)?;
+    if a.method != Method::Shingle {
+        return pairs_method(&index, &a);
+    }
+    let t = a
+        .threshold
+        .ok_or_else(|| Error::InvalidArgument("--method shingle needs --threshold".into()))?;
+    let sample = index.options().sample()?;
+    let view = index.view();
+    let mut cfg = pipeline::PairsConfig::new(sample, t);
+    cfg.max_df = run_max_df(&index, a.max_df);
+    if let Some(m) = a.mem {
+        cfg.buffer_bytes = m;
+    }
+    // Pairs stream out block by block; keys are looked up per block, not held for the index.
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let mut ids: Vec<u32> = Vec::new();
+    let mut keys: HashMap<u32, String> = HashMap::new();
+    let stats = pipeline::for_each_pair_block(view, &cfg, 0..view.doc_ids(), 0, |block| {
+        ids.clear();
+        ids.extend(block.iter().flat_map(|p| [p.a, p.b]));
+        ids.sort_unstable();
+        ids.dedup();
+        keys.clear();
+        for (d, r) in ids.iter().zip(index.catalog().docs(&ids)?) {
+            keys.insert(*d, r.map(|r| r.key).unwrap_or_default());
+        }
+        for p in block {
+            let (ka, kb) = (&keys[&p.a], &keys[&p.b]);
+            let (ka, kb) = if ka <= kb { (ka, kb) } else { (kb, ka) };
+            if a.ix.json {
+                let v =
+                    serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.m.resemblance});
+                writeln!(out, "{v}").map_err(stdout_err)?;
+            } else {
+                writeln!(out, "{ka}\t{kb}\t{:.6}", p.m.resemblance).map_err(stdout_err)?;
+            }
+        }
+        Ok(())
+    })?;
+    out.flush().map_err(stdout_err)?;
+    if a.stats {
+        eprintln!(
+            "{}",
+            serde_json::to_string(&stats).expect("stats serialize")
+        );
+    }
+    Ok(())
+}
+
+/// `pairs` of the methods other than shingle (their pair sets are small: computed whole).
+fn pairs_method(index: &Index, a: &PairsArgs) -> Result<(), Error> {
+    let found = method::pairs(index, a.method, a.threshold)?;
+    let groups: Vec<Vec<u32>> = vec![found.iter().flat_map(|p| [p.a, p.b]).collect()];
+    let keys = keys_of(index, &groups)?;
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     for p in &found {
-        let (ka, kb) = (&keys[p.a as usize], &keys[p.b as usize]);
+        let (ka, kb) = (&keys[&p.a], &keys[&p.b]);
         let (ka, kb) = if ka <= kb { (ka, kb) } else { (kb, ka) };
         if a.ix.json {
             let mut v = serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.similarity});
-            if a.method != Method::Shingle {
-                v["method"] = serde_json::json!(a.method);
-                v["similarity"] = serde_json::json!(p.similarity);
-                if let Some(h) = p.hamming {
-                    v["hamming"] = serde_json::json!(h);
-                }
-                if let Some(c) = p.agree {
-                    v["agree"] = serde_json::json!(c);
-                }
+            v["method"] = serde_json::json!(a.method);
+            v["similarity"] = serde_json::json!(p.similarity);
+            if let Some(h) = p.hamming {
+                v["hamming"] = serde_json::json!(h);
+            }
+            if let Some(c) = p.agree {
+                v["agree"] = serde_json::json!(c);
             }
             writeln!(out, "{v}").map_err(stdout_err)?;
         } else {
@@ -532,8 +610,17 @@ fn clusters(a: ClustersArgs) -> Result<(), Error> {
         _ if a.method != Method::Shingle => method::clusters(&index, a.method, a.threshold)?,
         Some(t) if t != stored => {
             let sample = index.options().sample()?;
-            let (found, _) = pipeline::all_pairs(view, sample, t, 0..view.doc_ids(), 0)?;
-            cluster::components(found.iter().map(|p| (p.a, p.b)))
+            let mut cfg = pipeline::PairsConfig::new(sample, t);
+            cfg.max_df = index.options().max_df;
+            // Edges go into the union-find block by block; no pair list is kept.
+            let mut uf = cluster::UnionFind::new();
+            pipeline::for_each_pair_block(view, &cfg, 0..view.doc_ids(), 0, |block| {
+                for p in block {
+                    uf.union(p.a, p.b);
+                }
+                Ok(())
+            })?;
+            uf.groups().into_values().filter(|g| g.len() > 1).collect()
         }
         _ => {
             let mut g = Vec::new();
@@ -547,17 +634,17 @@ fn clusters(a: ClustersArgs) -> Result<(), Error> {
             g
         }
     };
-    let keys = key_table(&index)?;
+    let keys = keys_of(&index, &groups)?;
     let mut out = BufWriter::new(io::stdout().lock());
     for g in &groups {
         let id = g[0];
         if a.ix.json {
-            let members: Vec<&str> = g.iter().map(|d| keys[*d as usize].as_str()).collect();
-            let v = serde_json::json!({"cluster": id, "representative": keys[id as usize], "size": g.len(), "members": members});
+            let members: Vec<&str> = g.iter().map(|d| keys[d].as_str()).collect();
+            let v = serde_json::json!({"cluster": id, "representative": keys[&id], "size": g.len(), "members": members});
             writeln!(out, "{v}").map_err(stdout_err)?;
         } else {
             for d in g {
-                writeln!(out, "{id}\t{}", keys[*d as usize]).map_err(stdout_err)?;
+                writeln!(out, "{id}\t{}", keys[d]).map_err(stdout_err)?;
             }
         }
     }

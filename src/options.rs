@@ -31,6 +31,11 @@ pub struct IndexOptions {
     /// methods existed, which then store none.
     #[serde(default)]
     pub methods: MethodOptions,
+    /// Commonality limit (`--max-df N`): keys in more than N documents produce no candidates
+    /// (they still count in resemblance). Absent: no limit. Records written before this field
+    /// existed read as "no limit".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_df: Option<u32>,
 }
 
 impl Default for IndexOptions {
@@ -41,6 +46,7 @@ impl Default for IndexOptions {
             sample: DEFAULT_SAMPLE.into(),
             cluster_threshold: DEFAULT_CLUSTER_THRESHOLD.into(),
             methods: MethodOptions::default(),
+            max_df: None,
         }
     }
 }
@@ -53,6 +59,7 @@ pub struct CreateOptions {
     pub cluster_threshold: Option<Threshold>,
     /// Method data to store; `None`: [`MethodOptions::new_index_default`].
     pub methods: Option<MethodOptions>,
+    pub max_df: Option<u32>,
 }
 
 impl IndexOptions {
@@ -72,6 +79,7 @@ impl IndexOptions {
             .methods
             .clone()
             .unwrap_or_else(MethodOptions::new_index_default);
+        o.max_df = c.max_df;
         o
     }
 
@@ -110,6 +118,12 @@ impl IndexOptions {
                     serde_json::to_string(&self.methods).unwrap_or_default(),
                     serde_json::to_string(m).unwrap_or_default(),
                 ));
+            }
+        }
+        if let Some(n) = c.max_df {
+            if Some(n) != self.max_df {
+                let stored = self.max_df.map_or("none".to_string(), |v| v.to_string());
+                return Err(conflict("--max-df", stored, n.to_string()));
             }
         }
         Ok(())

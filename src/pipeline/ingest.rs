@@ -23,7 +23,8 @@ use crate::index::Index;
 use crate::input::{read_inputs, InputItem, InputOptions};
 use crate::method::writer::{extras as method_extras, DocExtras, MethodWriter};
 use crate::method::MethodOptions;
-use crate::pipeline::pairs::all_pairs;
+use crate::pipeline::pairs::{collect_pairs, PairsConfig};
+use crate::pipeline::spool::ReportSpool;
 use crate::segment::{self, SegmentWriter};
 use crate::sort::{ExternalSorter, KeyDoc, SortOptions};
 use crate::store::{DocRecord, Manifest, SegmentEntry, META_MANIFEST};
@@ -118,6 +119,17 @@ pub struct IngestSummary {
     pub stage_seconds: StageSeconds,
     pub docs_per_second: f64,
     pub mb_per_second: f64,
+    /// Posting entries the matching of the new documents visited.
+    #[serde(default)]
+    pub postings_visited: u64,
+    /// What the commonality limit (`--max-df`) cut in the matching: over-limit keys passed
+    /// over, probes left unfilled, and posting entries not visited because of it.
+    #[serde(default)]
+    pub max_df_keys_cut: u64,
+    #[serde(default)]
+    pub max_df_probes_cut: u64,
+    #[serde(default)]
+    pub max_df_postings_skipped: u64,
 }
 
 /// Wall time of the stages of an ingest, in seconds.
@@ -277,8 +289,9 @@ impl Index {
             ..Default::default()
         };
         let mut next_doc = doc_lo;
-        // Reports wait for the publish (cluster ids); `exact` holds doc ids until then.
-        let mut reports: Vec<DocReport> = Vec::new();
+        // Reports wait for the publish (cluster ids) in a spool file under DIR/tmp;
+        // `exact_of` holds doc ids until then.
+        let mut reports = ReportSpool::new(&self.tmp_dir())?;
         let mut exact_of: HashMap<u32, u32> = HashMap::new();
         let mut new_docs: Vec<DocRecord> = Vec::new();
         let mut batch_keys: HashSet<String> = HashSet::new();
@@ -325,7 +338,7 @@ impl Index {
                             });
                             break;
                         }
-                        reports.push(bad_report(key, origin, reason));
+                        reports.push(&bad_report(key, origin, reason))?;
                         continue;
                     }
                     Prepared::Doc {
@@ -345,7 +358,7 @@ impl Index {
                         failure = Some(Error::Document { key, reason });
                         break;
                     }
-                    reports.push(bad_report(key, origin, reason));
+                    reports.push(&bad_report(key, origin, reason))?;
                     continue;
                 }
                 let mut status = DocStatus::New;
@@ -353,7 +366,7 @@ impl Index {
                     if let Some(rec) = catalog.doc(old)? {
                         if rec.digest == fp.digest && !tombstones.contains(old) {
                             s.unchanged += 1;
-                            reports.push(DocReport {
+                            reports.push(&DocReport {
                                 key,
                                 status: DocStatus::Unchanged,
                                 doc: Some(old),
@@ -362,7 +375,7 @@ impl Index {
                                 exact_duplicate_of: None,
                                 near_duplicate: None,
                                 cluster: None,
-                            });
+                            })?;
                             continue;
                         }
                         status = DocStatus::Replaced;
@@ -395,7 +408,7 @@ impl Index {
                     s.exact_duplicates += 1;
                     exact_of.insert(doc, e);
                 }
-                reports.push(DocReport {
+                reports.push(&DocReport {
                     key: key.clone(),
                     status,
                     doc: Some(doc),
@@ -404,7 +417,7 @@ impl Index {
                     exact_duplicate_of: None, // filled from `exact_of` after the publish
                     near_duplicate: None,
                     cluster: None,
-                });
+                })?;
                 new_docs.push(DocRecord {
                     key,
                     batch: batch_id,
@@ -502,8 +515,16 @@ impl Index {
             &extra_tombs,
         )?;
         let threshold = self.options().cluster_threshold()?;
-        let (pairs, _stats) = all_pairs(&view, fp_opts.sample, threshold, doc_lo..doc_hi, doc_lo)?;
+        let cfg = PairsConfig {
+            max_df: self.options().max_df,
+            ..PairsConfig::new(fp_opts.sample, threshold)
+        };
+        let (pairs, mstats) = collect_pairs(&view, &cfg, doc_lo..doc_hi, doc_lo)?;
         s.near_duplicate_pairs = pairs.len() as u64;
+        s.postings_visited = mstats.postings_visited;
+        s.max_df_keys_cut = mstats.max_df_keys_cut;
+        s.max_df_probes_cut = mstats.max_df_probes_cut;
+        s.max_df_postings_skipped = mstats.max_df_postings_skipped;
 
         // Stage the publish.
         progress(Progress::Stage("publishing"));
@@ -580,7 +601,7 @@ impl Index {
                 Ok(self.catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
             }
         };
-        for mut r in reports {
+        reports.drain(|mut r| {
             if let (Some(doc), true) = (
                 r.doc,
                 r.status == DocStatus::New || r.status == DocStatus::Replaced,
@@ -597,8 +618,8 @@ impl Index {
                 }
                 r.cluster = Some(clusters.get(&doc).copied().unwrap_or(doc));
             }
-            report(&r)?;
-        }
+            report(&r)
+        })?;
         let secs = started.elapsed().as_secs_f64();
         s.seconds = secs;
         s.docs_per_second = s.documents_read as f64 / secs.max(1e-9);

@@ -3,6 +3,7 @@
 
 pub mod ingest;
 pub mod pairs;
+pub mod spool;
 
 pub use ingest::{DocReport, DocStatus, IngestOptions, IngestSummary, NearDup, Progress};
-pub use pairs::{all_pairs, PairsStats};
+pub use pairs::{all_pairs, collect_pairs, for_each_pair_block, Pair, PairsConfig, PairsStats};

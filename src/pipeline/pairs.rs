@@ -3,6 +3,13 @@
 //! Every document probes the postings with the prefix filter of [`crate::query::Matcher`] and
 //! keeps only partners with a larger id, so each pair is found once; both cores share the
 //! documents (rayon), each with its own scratch buffers.
+//!
+//! Memory is bounded by one **block** of probing documents, not by the number of pairs: the
+//! documents are taken in id order, a block at a time (matched in parallel inside the block),
+//! and each block's pairs are sorted and handed to the caller before the next block starts.
+//! In a whole-index run a pair `(a, b)` is found by its smaller id `a`, so the blocks come out
+//! in global `(a, b)` order. The block shrinks when its pairs outgrow the pair buffer budget
+//! (`PairsConfig::buffer_bytes`) and grows back when they fit easily.
 
 use rayon::prelude::*;
 
@@ -19,6 +26,22 @@ pub struct PairsStats {
     pub postings_visited: u64,
     pub candidates: u64,
     pub pairs: u64,
+    /// Blocks of probing documents processed.
+    pub blocks: u64,
+    /// Largest number of pairs held at once (one block's).
+    pub max_block_pairs: u64,
+    /// The commonality limit in force, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_df: Option<u32>,
+    /// Probes the limit left out (summed over probing documents).
+    pub max_df_probes_cut: u64,
+    /// Over-limit keys passed over while choosing probes.
+    pub max_df_keys_cut: u64,
+    /// Posting entries the unfilled probes would have visited: what the limit saved.
+    pub max_df_postings_skipped: u64,
+    /// Probing documents whose probe set the limit left short (their pairs that share only
+    /// over-limit keys can be missed).
+    pub max_df_docs_cut: u64,
 }
 
 /// One found pair, `a < b` by doc id.
@@ -27,6 +50,36 @@ pub struct Pair {
     pub a: u32,
     pub b: u32,
     pub m: Match,
+}
+
+/// What an all-pairs run searches for and how much it may hold.
+#[derive(Clone, Copy, Debug)]
+pub struct PairsConfig {
+    pub sample: Sample,
+    pub threshold: Threshold,
+    /// Commonality limit (keys in more documents are not probed).
+    pub max_df: Option<u32>,
+    /// Budget of one block's pair buffer, in bytes.
+    pub buffer_bytes: u64,
+    /// Most probing documents per block.
+    pub block_docs: u32,
+}
+
+/// Default and largest block of probing documents.
+pub const BLOCK_DOCS: u32 = 4096;
+/// Smallest block (below this, rayon has too little to share).
+const MIN_BLOCK_DOCS: u32 = 64;
+
+impl PairsConfig {
+    pub fn new(sample: Sample, threshold: Threshold) -> Self {
+        PairsConfig {
+            sample,
+            threshold,
+            max_df: None,
+            buffer_bytes: 64 << 20,
+            block_docs: BLOCK_DOCS,
+        }
+    }
 }
 
 /// Finds every pair with similarity >= `t` that involves a live document with id in `docs`.
@@ -40,53 +93,171 @@ pub fn all_pairs(
     docs: std::ops::Range<u32>,
     older_than: u32,
 ) -> Result<(Vec<Pair>, PairsStats)> {
-    if t.as_f64() <= 0.0 {
+    collect_pairs(view, &PairsConfig::new(sample, t), docs, older_than)
+}
+
+/// [`all_pairs`] with a full configuration: every pair collected in memory, sorted by (a, b).
+pub fn collect_pairs(
+    view: &View,
+    cfg: &PairsConfig,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+) -> Result<(Vec<Pair>, PairsStats)> {
+    let mut all = Vec::new();
+    let stats = for_each_pair_block(view, cfg, docs, older_than, |block| {
+        all.extend_from_slice(block);
+        Ok(())
+    })?;
+    all.sort_unstable_by_key(|p| (p.a, p.b));
+    Ok((all, stats))
+}
+
+/// Streams the pairs of [`all_pairs`] block by block: `emit` gets each block's pairs sorted by
+/// (a, b); with `older_than == 0` the concatenation is globally sorted.
+pub fn for_each_pair_block(
+    view: &View,
+    cfg: &PairsConfig,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    mut emit: impl FnMut(&[Pair]) -> Result<()>,
+) -> Result<PairsStats> {
+    if cfg.threshold.as_f64() <= 0.0 {
         return Err(Error::InvalidArgument(
             "pairs needs a threshold above 0".into(),
         ));
     }
-    let ids: Vec<u32> = docs
-        .filter(|&d| view.is_live(d) && view.size(d) > 0)
-        .collect();
-    let matcher = Matcher::new(view, sample, t);
-    let chunks: Vec<Result<(Vec<Pair>, Scratch)>> = ids
-        .par_chunks(32)
-        .map_init(
-            || (Scratch::new(view.doc_ids()), Vec::new(), Vec::new()),
-            |(scratch, x, found), chunk| {
-                let mut pairs = Vec::new();
-                for &a in chunk {
-                    if !view.features_into(a, x)? {
-                        continue;
-                    }
-                    found.clear();
-                    matcher.search(x, |d| d > a || d < older_than, scratch, found)?;
-                    pairs.extend(found.iter().map(|m| {
-                        let (lo, hi) = if a < m.doc { (a, m.doc) } else { (m.doc, a) };
-                        Pair {
-                            a: lo,
-                            b: hi,
-                            m: *m,
-                        }
-                    }));
-                }
-                let counters = Scratch::counters_only(scratch);
-                Ok((pairs, counters))
-            },
-        )
-        .collect();
+    let matcher = Matcher::new(view, cfg.sample, cfg.threshold).with_max_df(cfg.max_df);
     let mut stats = PairsStats {
-        documents: ids.len() as u64,
+        max_df: cfg.max_df,
         ..Default::default()
     };
-    let mut all = Vec::new();
-    for c in chunks {
-        let (p, s) = c?;
-        stats.postings_visited += s.postings_visited;
-        stats.candidates += s.candidates;
-        all.extend(p);
+    let max_block = cfg.block_docs.max(1);
+    let mut block = max_block;
+    let end = docs.end.min(view.doc_ids());
+    let mut lo = docs.start;
+    let mut ids: Vec<u32> = Vec::new();
+    let mut pairs: Vec<Pair> = Vec::new();
+    while lo < end {
+        let hi = lo.saturating_add(block).min(end);
+        ids.clear();
+        ids.extend((lo..hi).filter(|&d| view.is_live(d) && view.size(d) > 0));
+        let chunks: Vec<Result<(Vec<Pair>, Scratch)>> = ids
+            .par_chunks(32)
+            .map_init(
+                || (Scratch::new(view.doc_ids()), Vec::new(), Vec::new()),
+                |(scratch, x, found), chunk| {
+                    let mut out = Vec::new();
+                    for &a in chunk {
+                        if !view.features_into(a, x)? {
+                            continue;
+                        }
+                        found.clear();
+                        matcher.search(x, |d| d > a || d < older_than, scratch, found)?;
+                        out.extend(found.iter().map(|m| {
+                            let (lo, hi) = if a < m.doc { (a, m.doc) } else { (m.doc, a) };
+                            Pair {
+                                a: lo,
+                                b: hi,
+                                m: *m,
+                            }
+                        }));
+                    }
+                    Ok((out, Scratch::counters_only(scratch)))
+                },
+            )
+            .collect();
+        pairs.clear();
+        for c in chunks {
+            let (p, s) = c?;
+            stats.postings_visited += s.postings_visited;
+            stats.candidates += s.candidates;
+            stats.max_df_probes_cut += s.probes_cut;
+            stats.max_df_keys_cut += s.keys_cut;
+            stats.max_df_postings_skipped += s.postings_skipped;
+            stats.max_df_docs_cut += s.docs_cut;
+            pairs.extend(p);
+        }
+        pairs.sort_unstable_by_key(|p| (p.a, p.b));
+        stats.documents += ids.len() as u64;
+        stats.pairs += pairs.len() as u64;
+        stats.blocks += 1;
+        stats.max_block_pairs = stats.max_block_pairs.max(pairs.len() as u64);
+        emit(&pairs)?;
+        // Size the next block so its pairs fit the buffer budget with room to spare.
+        let used = (pairs.len() * std::mem::size_of::<Pair>()) as u64;
+        if used > cfg.buffer_bytes / 2 {
+            block = (block / 2).max(MIN_BLOCK_DOCS.min(max_block));
+        } else if used < cfg.buffer_bytes / 8 {
+            block = block.saturating_mul(2).min(max_block);
+        }
+        lo = hi;
     }
-    all.sort_unstable_by_key(|p| (p.a, p.b));
-    stats.pairs = all.len() as u64;
-    Ok((all, stats))
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::Index;
+    use crate::options::CreateOptions;
+    use crate::pipeline::IngestOptions;
+
+    /// Blocks of any size give the same pairs, in global (a, b) order, as one block.
+    #[test]
+    fn blocks_of_any_size_give_the_same_sorted_pairs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let docs = tmp.path().join("docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        // 60 pages in 12 families: a family shares most of its words, so pairs cross blocks.
+        for d in 0..60u32 {
+            let fam = d % 12;
+            let words: Vec<String> = (0..80)
+                .map(|i| {
+                    if i == d % 80 {
+                        format!("own{d}")
+                    } else {
+                        format!("f{fam}w{i}")
+                    }
+                })
+                .collect();
+            let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
+            std::fs::write(docs.join(format!("d{d:02}.html")), html).unwrap();
+        }
+        let mut ix = Index::open_writer(tmp.path().join("idx"), &CreateOptions::default()).unwrap();
+        let opts = IngestOptions {
+            mem_bytes: 16 << 20,
+            ..IngestOptions::default()
+        };
+        ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
+            .unwrap();
+        let view = ix.view();
+        let sample = ix.options().sample().unwrap();
+        let cfg = PairsConfig::new(sample, "0.5".parse().unwrap());
+        let (whole, s1) = collect_pairs(view, &cfg, 0..view.doc_ids(), 0).unwrap();
+        assert_eq!(s1.blocks, 1);
+        assert_eq!(whole.len(), 12 * (5 * 4 / 2));
+        for block_docs in [1, 7, 13] {
+            let small = PairsConfig { block_docs, ..cfg };
+            let mut streamed = Vec::new();
+            let s = for_each_pair_block(view, &small, 0..view.doc_ids(), 0, |b| {
+                assert!(
+                    b.len() as u32 <= block_docs * 4,
+                    "a block holds its own pairs only"
+                );
+                streamed.extend_from_slice(b);
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(streamed, whole, "block_docs {block_docs}");
+            assert_eq!(s.blocks, 60u64.div_ceil(block_docs as u64));
+            assert_eq!(s.pairs, whole.len() as u64);
+        }
+        // A tiny buffer budget shrinks the blocks (down to the configured minimum).
+        let tight = PairsConfig {
+            buffer_bytes: 1,
+            ..cfg
+        };
+        let s = for_each_pair_block(view, &tight, 0..view.doc_ids(), 0, |_| Ok(())).unwrap();
+        assert_eq!(s.pairs, whole.len() as u64);
+    }
 }

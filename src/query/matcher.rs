@@ -34,6 +34,15 @@ pub struct Scratch {
     pub postings_visited: u64,
     /// Candidates verified by the last searches.
     pub candidates: u64,
+    /// Probes the commonality limit (`max_df`) left out: per searched document, how many of
+    /// the `|A| - m + 1` probes could not be filled with keys under the limit.
+    pub probes_cut: u64,
+    /// Over-limit keys passed over while choosing probes.
+    pub keys_cut: u64,
+    /// Posting entries the unfilled probes would have visited (the rarest over-limit keys).
+    pub postings_skipped: u64,
+    /// Searched documents whose probe set the limit left short.
+    pub docs_cut: u64,
 }
 
 impl Scratch {
@@ -46,9 +55,17 @@ impl Scratch {
             other: Vec::new(),
             postings_visited: s.postings_visited,
             candidates: s.candidates,
+            probes_cut: s.probes_cut,
+            keys_cut: s.keys_cut,
+            postings_skipped: s.postings_skipped,
+            docs_cut: s.docs_cut,
         };
         s.postings_visited = 0;
         s.candidates = 0;
+        s.probes_cut = 0;
+        s.keys_cut = 0;
+        s.postings_skipped = 0;
+        s.docs_cut = 0;
         out
     }
 
@@ -60,6 +77,10 @@ impl Scratch {
             other: Vec::new(),
             postings_visited: 0,
             candidates: 0,
+            probes_cut: 0,
+            keys_cut: 0,
+            postings_skipped: 0,
+            docs_cut: 0,
         }
     }
 }
@@ -69,6 +90,9 @@ pub struct Matcher<'v> {
     pub view: &'v View,
     pub sample: Sample,
     pub threshold: Threshold,
+    /// Commonality limit: keys in more than this many documents (posting lengths summed over
+    /// segments) are never probed. They still count in the verification.
+    pub max_df: Option<u32>,
 }
 
 impl<'v> Matcher<'v> {
@@ -77,7 +101,76 @@ impl<'v> Matcher<'v> {
             view,
             sample,
             threshold,
+            max_df: None,
         }
+    }
+
+    /// The same matcher with a commonality limit (`None`: no limit).
+    pub fn with_max_df(mut self, max_df: Option<u32>) -> Self {
+        self.max_df = max_df;
+        self
+    }
+
+    /// Document frequency of `key` for the commonality limit: the sum of its posting lengths
+    /// over the live segments (deleted documents included: the limit is about how much a probe
+    /// would read).
+    pub fn df(&self, key: u64) -> Result<u64> {
+        let mut df = 0u64;
+        for s in &self.view.segments {
+            if let Some(list) = s.seg.get_postings(crate::segment::POSTINGS, key)? {
+                df += list.len() as u64;
+            }
+        }
+        Ok(df)
+    }
+
+    /// Fills `order` with up to `probes` keys of `x` under the commonality limit, rarest
+    /// first, and counts what the limit cut.
+    fn choose_under_limit(
+        &self,
+        x: &[u64],
+        probes: usize,
+        limit: u32,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        let limit = limit as u64;
+        // The FREQUENT tables give, per key, the df summed over the segments where it exceeds
+        // FREQUENT_DF; elsewhere it has at most FREQUENT_DF postings per segment. So
+        // `w <= df <= w + FREQUENT_DF * segments`: only keys between the bounds need a lookup.
+        let slack = crate::view::FREQUENT_DF as u64 * self.view.segments.len() as u64;
+        let mut all: Vec<(u32, u64)> = x.iter().map(|&k| (self.view.probe_weight(k), k)).collect();
+        all.sort_unstable();
+        scratch.order.clear();
+        // df of the over-limit keys in the order they would have been probed.
+        let mut over: Vec<u64> = Vec::new();
+        for &(w, k) in &all {
+            if scratch.order.len() == probes {
+                break;
+            }
+            let w = w as u64;
+            let df = if w > limit {
+                w // a lower bound is enough to rule it out
+            } else if w + slack <= limit {
+                0 // surely under
+            } else {
+                self.df(k)?
+            };
+            if df > limit {
+                scratch.keys_cut += 1;
+                over.push(df);
+                continue;
+            }
+            scratch.order.push((w as u32, k));
+        }
+        if scratch.order.len() < probes {
+            let missing = probes - scratch.order.len();
+            scratch.probes_cut += missing as u64;
+            // What the unfilled probes would have read: the rarest over-limit keys.
+            over.sort_unstable();
+            scratch.postings_skipped += over.iter().take(missing).sum::<u64>();
+            scratch.docs_cut += 1;
+        }
+        Ok(())
     }
 
     /// Appends to `out` every live document `d` with `accept(d)` whose similarity to the sorted
@@ -100,9 +193,11 @@ impl<'v> Matcher<'v> {
         }
         let probes = n - need + 1;
 
-        // Pick the `probes` rarest features.
+        // Pick the `probes` rarest features (under the commonality limit when there is one).
         scratch.order.clear();
-        if self.view.frequent.is_empty() || probes == n {
+        if let Some(limit) = self.max_df {
+            self.choose_under_limit(x, probes, limit, scratch)?;
+        } else if self.view.frequent.is_empty() || probes == n {
             scratch.order.extend(x.iter().take(probes).map(|&k| (0, k)));
         } else {
             scratch
@@ -162,3 +257,7 @@ impl<'v> Matcher<'v> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "matcher_tests.rs"]
+mod tests;

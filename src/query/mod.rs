@@ -19,6 +19,8 @@ pub struct QueryOptions {
     pub threshold: Threshold,
     /// At most this many hits, best first (0 = all).
     pub top: usize,
+    /// Commonality limit override: `None` = the index's stored `max_df`; `Some(0)` = no limit.
+    pub max_df: Option<u32>,
 }
 
 /// One near-duplicate found for a query document.
@@ -71,7 +73,12 @@ impl Index {
         let fp_opts = self.options().fingerprint()?;
         let fp = fingerprint(&canon.text, &fp_opts);
         let view = self.view();
-        let matcher = Matcher::new(view, fp_opts.sample, opts.threshold);
+        let max_df = match opts.max_df {
+            None => self.options().max_df,
+            Some(0) => None,
+            Some(n) => Some(n),
+        };
+        let matcher = Matcher::new(view, fp_opts.sample, opts.threshold).with_max_df(max_df);
         let mut scratch = Scratch::new(view.doc_ids());
         let mut found = Vec::new();
         matcher.search(&fp.features, |_| true, &mut scratch, &mut found)?;

@@ -200,3 +200,36 @@ pub fn precision_recall<K: std::hash::Hash + Eq>(
     };
     (p, r)
 }
+
+/// Runs the workspace's `ndd-gen` corpus generator (tools/gen-corpus) with `args`. It sits next
+/// to the built `ndd-index`; when only this package was built, it is built first.
+pub fn ndd_gen(args: &[&str]) -> Output {
+    let exe = Path::new(env!("CARGO_BIN_EXE_ndd-index")).with_file_name("ndd-gen");
+    if !exe.exists() {
+        let st = Command::new(env!("CARGO"))
+            .args(["build", "--release", "-p", "ndd-gen"])
+            .status()
+            .expect("run cargo build -p ndd-gen");
+        assert!(st.success(), "cargo build -p ndd-gen failed");
+    }
+    let out = Command::new(&exe).args(args).output().expect("run ndd-gen");
+    assert!(
+        out.status.success(),
+        "ndd-gen {:?} failed:\n{}",
+        args,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The planted truth of an ndd-gen corpus: key -> cluster label.
+pub fn gen_truth(dir: &Path) -> HashMap<String, String> {
+    let text = std::fs::read_to_string(dir.join("truth-clusters.tsv")).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let (k, v) = l.split_once('\t').unwrap();
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}

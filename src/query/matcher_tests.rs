@@ -1,0 +1,112 @@
+//! The commonality limit's semantics on a small index: over-limit keys are never probed, a
+//! probe set that cannot be filled probes what it can (so pairs sharing only over-limit keys are
+//! missed), and the keys still count in the resemblance.
+
+use super::*;
+use crate::index::Index;
+use crate::options::CreateOptions;
+use crate::pipeline::IngestOptions;
+
+/// 40 "boilerplate" pages: the same 100 words plus 3 words of their own (pairwise ~0.9
+/// similar, through boilerplate shingles only), and two near-duplicate pages P, Q with 60
+/// words of their own each (shared by both), followed by the boilerplate.
+fn build(dir: &std::path::Path) -> Index {
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let boiler: Vec<String> = (0..100).map(|i| format!("boiler{i}")).collect();
+    let page = |own: &[String]| {
+        format!(
+            "<html><body><p>{} {}</p></body></html>",
+            own.join(" "),
+            boiler.join(" ")
+        )
+    };
+    for d in 0..40 {
+        let own: Vec<String> = (0..3).map(|i| format!("own{d}x{i}")).collect();
+        std::fs::write(docs.join(format!("b{d:02}.html")), page(&own)).unwrap();
+    }
+    let shared: Vec<String> = (0..60).map(|i| format!("pq{i}")).collect();
+    std::fs::write(docs.join("p.html"), page(&shared)).unwrap();
+    let mut q = shared.clone();
+    q[30] = "changed".into();
+    std::fs::write(docs.join("q.html"), page(&q)).unwrap();
+    let mut ix = Index::open_writer(dir.join("idx"), &CreateOptions::default()).unwrap();
+    let opts = IngestOptions {
+        mem_bytes: 16 << 20,
+        ..IngestOptions::default()
+    };
+    ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
+        .unwrap();
+    ix
+}
+
+fn search_all(m: &Matcher<'_>, ix: &Index) -> (Vec<(u32, u32, f64)>, Scratch) {
+    let view = ix.view();
+    let mut scratch = Scratch::new(view.doc_ids());
+    let (mut x, mut found, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
+    for a in 0..view.doc_ids() {
+        assert!(view.features_into(a, &mut x).unwrap());
+        found.clear();
+        m.search(&x, |d| d > a, &mut scratch, &mut found).unwrap();
+        pairs.extend(found.iter().map(|f| (a, f.doc, f.resemblance)));
+    }
+    (pairs, scratch)
+}
+
+#[test]
+fn max_df_cuts_probes_of_common_keys_but_keeps_them_in_resemblance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = build(tmp.path());
+    let view = ix.view();
+    let sample = ix.options().sample().unwrap();
+    let t: Threshold = "0.8".parse().unwrap();
+    let key_of = |d: u32| ix.catalog().doc(d).unwrap().unwrap().key;
+
+    let free = Matcher::new(view, sample, t);
+    let (all, s_all) = search_all(&free, &ix);
+    // Without a limit: the 40 boilerplate pages are pairwise similar, and so are P and Q.
+    let boiler_pairs = all
+        .iter()
+        .filter(|(a, b, _)| key_of(*a).starts_with('b') && key_of(*b).starts_with('b'))
+        .count();
+    assert_eq!(boiler_pairs, 40 * 39 / 2);
+    let pq: Vec<_> = all
+        .iter()
+        .filter(|(a, b, _)| {
+            let (ka, kb) = (key_of(*a), key_of(*b));
+            ka.ends_with("p.html") && kb.ends_with("q.html")
+                || ka.ends_with("q.html") && kb.ends_with("p.html")
+        })
+        .collect();
+    assert_eq!(pq.len(), 1);
+    assert_eq!(s_all.probes_cut + s_all.keys_cut + s_all.docs_cut, 0);
+
+    // With max_df = 10 the boilerplate shingles (df 42) are never probed.
+    let bounded = Matcher::new(view, sample, t).with_max_df(Some(10));
+    let boiler_key = crate::fingerprint::fingerprint(
+        "boiler0 boiler1 boiler2 boiler3 boiler4",
+        &ix.options().fingerprint().unwrap(),
+    )
+    .features[0];
+    assert_eq!(bounded.df(boiler_key).unwrap(), 42);
+    let (cut, s_cut) = search_all(&bounded, &ix);
+    // The boilerplate pages share only over-limit keys: their pairs are missed, and their
+    // probe sets come up short.
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    assert!(s_cut.docs_cut >= 40, "{}", s_cut.docs_cut);
+    assert!(s_cut.probes_cut > 0 && s_cut.keys_cut > 0);
+    assert_eq!(s_cut.postings_skipped, 42 * s_cut.probes_cut);
+    assert!(s_cut.postings_visited * 10 < s_all.postings_visited);
+    // P-Q is still found (its own shingles are under the limit) and its resemblance is the
+    // same: the boilerplate still counts in verification.
+    let (a, b, r) = cut[0];
+    assert_eq!((a, b), (pq[0].0, pq[0].1));
+    assert_eq!(r, pq[0].2);
+    assert!(r < 0.98, "boilerplate counted: {r}");
+
+    // A limit above every df changes nothing.
+    let loose = Matcher::new(view, sample, t).with_max_df(Some(1000));
+    let (same, s_same) = search_all(&loose, &ix);
+    assert_eq!(same, all);
+    assert_eq!(s_same.keys_cut + s_same.probes_cut, 0);
+}

@@ -1,0 +1,120 @@
+//! `--max-df` on a generated corpus with heavy boilerplate (4 sites, short pages, so site
+//! boilerplate is a large share of every page): the limit cuts the postings visited by `pairs`
+//! and keeps every planted near-duplicate pair that the exact (unlimited) run finds.
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::*;
+
+fn stats_of(o: &std::process::Output) -> serde_json::Value {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = err.lines().last().expect("stats line on stderr");
+    serde_json::from_str(line).expect("stats JSON")
+}
+
+#[test]
+fn max_df_cuts_postings_and_keeps_planted_recall() {
+    let tmp = temp_dir("maxdf");
+    let corpus = tmp.path().join("corpus");
+    ndd_gen(&[
+        "--out",
+        corpus.to_str().unwrap(),
+        "--docs",
+        "2000",
+        "--sites",
+        "4",
+        "--words",
+        "60",
+        "--seed",
+        "7",
+        "--quiet",
+    ]);
+    let truth = gen_truth(&corpus);
+    let docs = corpus.join("batch-01");
+    let free = tmp.path().join("free");
+    let lim = tmp.path().join("lim");
+    // Clusters kept at 0.5, so the ingest's own matching probes half of every page.
+    ndd(&[
+        "ingest",
+        "--quiet",
+        "--cluster-threshold",
+        "0.5",
+        "--index",
+        free.to_str().unwrap(),
+        docs.to_str().unwrap(),
+    ]);
+    let sum = ndd(&[
+        "ingest",
+        "--quiet",
+        "--json",
+        "--max-df",
+        "100",
+        "--cluster-threshold",
+        "0.5",
+        "--index",
+        lim.to_str().unwrap(),
+        docs.to_str().unwrap(),
+    ]);
+    let sum: serde_json::Value = serde_json::from_str(stdout(&sum).trim()).unwrap();
+    assert!(sum["max_df_probes_cut"].as_u64().unwrap() > 0, "{sum}");
+    // The creation option is stored: giving another value later is a conflict.
+    let clash = ndd_raw(&[
+        "ingest",
+        "--max-df",
+        "50",
+        "--index",
+        lim.to_str().unwrap(),
+        docs.to_str().unwrap(),
+    ]);
+    assert!(!clash.status.success());
+
+    let pairs = |idx: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "pairs",
+            "--stats",
+            "--threshold",
+            "0.5",
+            "--index",
+            idx.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = ndd(&args);
+        (parse_pairs(&stdout(&o)), stats_of(&o))
+    };
+    let (exact, s_exact) = pairs(&free, &[]);
+    let (cut, s_cut) = pairs(&lim, &[]);
+    let visited = |s: &serde_json::Value| s["postings_visited"].as_u64().unwrap();
+    eprintln!("exact {s_exact}\nlimited {s_cut}");
+    assert!(
+        visited(&s_cut) * 2 < visited(&s_exact),
+        "the limit must cut postings visited"
+    );
+    assert!(s_cut["max_df_keys_cut"].as_u64().unwrap() > 0);
+    assert_eq!(s_exact["max_df_keys_cut"].as_u64().unwrap(), 0);
+
+    // Every planted pair the exact run finds is found with the limit, with the same value.
+    let planted: HashSet<_> = exact
+        .keys()
+        .filter(|(a, b)| truth[a] == truth[b])
+        .cloned()
+        .collect();
+    assert!(planted.len() > 100, "{} planted pairs", planted.len());
+    for k in &planted {
+        assert_eq!(
+            cut.get(k),
+            exact.get(k),
+            "planted pair {k:?} lost or changed"
+        );
+    }
+    // Nothing new appears: the limit only removes candidates.
+    assert!(cut.keys().all(|k| exact.contains_key(k)));
+
+    // Overrides: `--max-df 0` lifts the stored limit; `--max-df 100` imposes one.
+    let (lifted, _) = pairs(&lim, &["--max-df", "0"]);
+    assert_eq!(lifted, exact);
+    let (imposed, s_imp) = pairs(&free, &["--max-df", "100"]);
+    assert_eq!(imposed, cut);
+    assert_eq!(visited(&s_imp), visited(&s_cut));
+}

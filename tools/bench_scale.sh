@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Scaling and memory measurements of ndd-index on ndd-gen corpora (BENCHMARKS.md).
+#
+#   tools/bench_scale.sh OUT [DOCS=1000000] [BATCHES=4] [MEM=512MiB]
+#
+# Generates (once) DOCS web-like documents (~2 KB of text, ~4.4 KB of HTML each) as BATCHES
+# nightly WARC files, ingests them one batch after another with --mem MEM (clusters are kept
+# up to date by every ingest), lists the clusters after each batch, and prints one TSV row per
+# batch: index size, ingest wall time, docs/s, peak RSS (/usr/bin/time -v), index bytes per
+# document, and the clusters listing's wall time and RSS. Set MEMTEST=1 to also run the
+# bounded-memory check: batch 1 ingested alone and `pairs --threshold 0.8` with --mem 64MiB.
+# Binaries: $BIN (default target/release).
+set -euo pipefail
+OUT=$1; DOCS=${2:-1000000}; BATCHES=${3:-4}; MEM=${4:-512MiB}
+BIN=${BIN:-target/release}
+mkdir -p "$OUT"
+CORPUS=$OUT/corpus-$DOCS-$BATCHES
+if [ ! -f "$CORPUS/gen.json" ]; then
+  rm -rf "$CORPUS"
+  "$BIN/ndd-gen" --out "$CORPUS" --docs "$DOCS" --batches "$BATCHES" --format warc --seed 42 --quiet
+fi
+rss() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"; }
+wall() { awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; printf "%.1f", s}' "$1"; }
+
+if [ "${MEMTEST:-0}" = 1 ]; then
+  M=$OUT/mem64; rm -rf "$M"; mkdir -p "$M"
+  /usr/bin/time -v "$BIN/ndd-index" ingest --quiet --json --mem 64MiB --index "$M/idx" \
+    "$CORPUS/batch-01.warc" > "$M/ingest.json" 2> "$M/ingest.time"
+  /usr/bin/time -v "$BIN/ndd-index" pairs --stats --mem 64MiB --threshold 0.8 --index "$M/idx" \
+    > "$M/pairs.tsv" 2> "$M/pairs.time"
+  echo -e "mem64\tingest_s=$(wall "$M/ingest.time")\tingest_rss_MiB=$(rss "$M/ingest.time")\tpairs_s=$(wall "$M/pairs.time")\tpairs_rss_MiB=$(rss "$M/pairs.time")\tfeatures=$(grep -o '"features":[0-9]*' "$M/ingest.json")\tpairs=$(wc -l < "$M/pairs.tsv")"
+  grep -v '^\s' "$M/pairs.time" | tail -1 || true
+fi
+
+IDX=$OUT/idx-$DOCS-$MEM
+START=${START:-1}   # START=k resumes at batch k on the index the earlier batches built
+[ "$START" = 1 ] && rm -rf "$IDX"
+echo -e "batch\tdocs_in_index\tingest_s\tdocs_per_s\tpeak_rss_MiB\tindex_bytes_per_doc\tstage_seconds\tclusters_s\tclusters_rss_MiB\tmax_clusters"
+total=0
+for b in $(seq 1 $((START - 1))); do
+  total=$((total + $(grep -o '"added":[0-9]*' "$OUT/ingest-$b.json" | cut -d: -f2)))
+done
+for b in $(seq "$START" "$BATCHES"); do
+  f=$(printf '%s/batch-%02d.warc' "$CORPUS" "$b")
+  /usr/bin/time -v "$BIN/ndd-index" ingest --quiet --json --mem "$MEM" --index "$IDX" "$f" \
+    > "$OUT/ingest-$b.json" 2> "$OUT/ingest-$b.time"
+  n=$(grep -o '"added":[0-9]*' "$OUT/ingest-$b.json" | cut -d: -f2)
+  total=$((total + n))
+  bytes=$(du -sb "$IDX" | cut -f1)
+  /usr/bin/time -v "$BIN/ndd-index" clusters --index "$IDX" > "$OUT/clusters-$b.tsv" 2> "$OUT/clusters-$b.time"
+  s=$(wall "$OUT/ingest-$b.time")
+  stages=$(grep -o '"stage_seconds":{[^}]*}' "$OUT/ingest-$b.json" | sed 's/"stage_seconds"://; s/"//g')
+  big=$(awk '{n[$1]++} END {m=0; for (c in n) if (n[c] > m) m = n[c]; print m}' "$OUT/clusters-$b.tsv")
+  echo -e "$b\t$total\t$s\t$(awk -v n="$n" -v s="$s" 'BEGIN{printf "%.0f", n/s}')\t$(rss "$OUT/ingest-$b.time")\t$((bytes / total))\t$stages\t$(wall "$OUT/clusters-$b.time")\t$(rss "$OUT/clusters-$b.time")\t${big:-0}"
+done
