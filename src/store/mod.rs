@@ -43,6 +43,9 @@ const ALL_CFS: [&str; 8] = [
     CF_TOMBSTONES,
 ];
 
+/// Attempts of a read-only open that races with the writer's RocksDB compaction.
+const READ_ONLY_OPEN_RETRIES: u32 = 6;
+
 /// Keys of the `meta` column family.
 pub const META_OPTIONS: &[u8] = b"options";
 pub const META_MANIFEST: &[u8] = b"manifest";
@@ -75,10 +78,32 @@ impl Catalog {
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
         let db = match access {
-            Access::ReadWrite => DB::open_cf_descriptors(&opts, path, cfs),
-            Access::ReadOnly => DB::open_cf_descriptors_read_only(&opts, path, cfs, false),
-        }
-        .map_err(|e| db_err(path, e))?;
+            Access::ReadWrite => {
+                DB::open_cf_descriptors(&opts, path, cfs).map_err(|e| db_err(path, e))?
+            }
+            Access::ReadOnly => {
+                // A read-only open reads RocksDB's MANIFEST and then its table files; when the
+                // writer's own compaction deletes a table file in between, the open fails with
+                // "No such file". The next attempt reads the newer MANIFEST, so retry a few times.
+                let mut attempt = 0;
+                loop {
+                    let cfs = ALL_CFS
+                        .iter()
+                        .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
+                    match DB::open_cf_descriptors_read_only(&opts, path, cfs, false) {
+                        Ok(db) => break db,
+                        Err(e)
+                            if attempt < READ_ONLY_OPEN_RETRIES
+                                && e.as_ref().contains("No such file") =>
+                        {
+                            attempt += 1;
+                            std::thread::sleep(std::time::Duration::from_millis(5 << attempt));
+                        }
+                        Err(e) => return Err(db_err(path, e)),
+                    }
+                }
+            }
+        };
         Ok(Catalog {
             db,
             path: path.to_owned(),
