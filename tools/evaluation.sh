@@ -112,6 +112,7 @@ python3 "$FMT" henzinger "$OUT/t4" "$TRUTH" "$MANIFEST" $CS
 log "5. I-Match protocol"
 mkdir -p "$OUT/t5"
 RATES="0.10 0.20"
+FILTERS="idf-l-10 idf-l-30 idf-l-60 doc-l-10 doc-l-30 doc-l-60"
 for r in $RATES; do
     log "  edit rate $r"
     "$GEN" --out "$OUT/t5/gen-$r" --docs 300 --seed 1 --imatch-protocol 10,10 --edit-rate "$r" \
@@ -121,8 +122,16 @@ for r in $RATES; do
     "$NDD" eval --index "$OUT/t5/idx-$r" --truth "$OUT/t5/gen-$r/truth-clusters.tsv" \
         --thresholds 0.5,0.8 --json > "$OUT/t5/$r.eval.json"
     rm -rf "$OUT/t5/idx-$r"
+    for f in $FILTERS; do
+        "$NDD" ingest --index "$OUT/t5/idx-$r-$f" --methods imatch --imatch-filter "$f" --json \
+            "$OUT/t5/gen-$r/batch-01.warc" > /dev/null
+        "$NDD" eval --index "$OUT/t5/idx-$r-$f" --truth "$OUT/t5/gen-$r/truth-clusters.tsv" \
+            --method imatch --json > "$OUT/t5/$r-$f.eval.json"
+        rm -rf "$OUT/t5/idx-$r-$f"
+    done
 done
 python3 "$FMT" imatch "$OUT/t5" $RATES
+python3 "$FMT" imatch-filters "$OUT/t5" "$RATES" $FILTERS
 
 # ---- 6. Commonality threshold (--max-df), llvm, T = 0.5 ----------------------------------------
 log "6. max-df"

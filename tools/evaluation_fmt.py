@@ -210,6 +210,22 @@ def imatch(d, rates):
            "pairs", "P", "R"], rows, right={2, 3, 4, 5, 6})
 
 
+def imatch_filters(d, rates, filters):
+    print("**Table 5b. I-Match filters on the same protocol** (`--methods imatch "
+          "--imatch-filter F`; idf-l-P keeps terms with normalised idf >= P/100, doc-l-P a "
+          "document's P% highest-idf terms)")
+    print()
+    rows = []
+    for rate in rates.split():
+        for f in filters:
+            r = rows_of(load(os.path.join(d, f"{rate}-{f}.eval.json")), "imatch")[0]
+            rows.append([rate, f"`{f}`", f3(r.get("found_ratio")),
+                         f3(r.get("clusters_per_true_cluster")), n(r["found"]),
+                         f3(r["precision"]), f3(r["recall"])])
+    table(["edit rate", "filter", "found ratio", "clusters per original", "pairs", "P", "R"],
+          rows, right={2, 3, 4, 5, 6})
+
+
 def maxdf(d, truth, manifest, dfs):
     print("**Table 6. Commonality threshold, llvm-docs, T = 0.5** (`pairs --threshold 0.5 "
           "--max-df N --stats` on the `--sample all` index of Table 1; N = 0: no limit; "
@@ -240,6 +256,8 @@ if __name__ == "__main__":
         henzinger(args[0], args[1], args[2], args[3:])
     elif cmd == "imatch":
         imatch(args[0], args[1:])
+    elif cmd == "imatch-filters":
+        imatch_filters(args[0], args[1], args[2:])
     elif cmd == "maxdf":
         maxdf(args[0], args[1], args[2], args[3:])
     else:
