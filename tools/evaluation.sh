@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Regenerates the tables of EVALUATION.md: every method scored with `ndd-index eval` (and, where
+# eval has no knob, `ndd-index pairs` scored against the same truth) on the shared llvm-docs
+# corpus (exact 5-word-shingle Jaccard truth) and on ndd-gen's planted clusters.
+#
+#   tools/evaluation.sh BIN_DIR OUT_DIR > tables.md
+#
+# BIN_DIR holds the release ndd-index and ndd-gen; OUT_DIR (new or empty) receives the
+# extracted corpus, the indexes and every raw JSON/pair file. Markdown goes to stdout,
+# progress to stderr. NDD_CORPUS overrides the corpus folder (default: ../shared/corpus/
+# llvm-docs next to the repository). Needs bash, tar with zstd, python3 (formatting only).
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+    echo "usage: $0 BIN_DIR OUT_DIR" >&2
+    exit 2
+fi
+BIN=$(cd "$1" && pwd)
+OUT=$2
+NDD="$BIN/ndd-index"
+GEN="$BIN/ndd-gen"
+HERE=$(cd "$(dirname "$0")" && pwd)
+CORPUS=${NDD_CORPUS:-$HERE/../../shared/corpus/llvm-docs}
+CORPUS=$(cd "$CORPUS" && pwd)
+TRUTH=$CORPUS/truth.tsv
+MANIFEST=$CORPUS/manifest.tsv
+for f in "$NDD" "$GEN" "$TRUTH" "$MANIFEST" "$CORPUS/docs.tar.zst"; do
+    [ -e "$f" ] || { echo "missing $f" >&2; exit 2; }
+done
+mkdir -p "$OUT"
+if [ -n "$(ls -A "$OUT")" ]; then
+    echo "$OUT must be new or empty" >&2
+    exit 2
+fi
+OUT=$(cd "$OUT" && pwd)
+FMT="$HERE/evaluation_fmt.py"
+START=$(date +%s.%N)
+log() { echo "[$(date +%T)] $*" >&2; }
+
+# Keys must match the manifest's paths (docs/<pkg>/...), so the folder holding docs/ is ingested.
+log "extracting llvm-docs"
+mkdir -p "$OUT/llvm"
+tar --zstd -xf "$CORPUS/docs.tar.zst" -C "$OUT/llvm"
+
+echo "# ndd-index evaluation tables"
+echo
+echo "Command: \`tools/evaluation.sh BIN_DIR OUT_DIR\` ($(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?'))."
+echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(uname -sr)."
+echo
+
+# ---- 1. Sampling (Waterloo thesis) ------------------------------------------------------------
+log "1. sampling"
+mkdir -p "$OUT/t1"
+SAMPLES="all mod:2 mod:4 mod:8 mod:16 mod:32 mod:64 mod:128 mod:256 mod:512 bottomk:400 bottomk:200 bottomk:100 minhash:84"
+for s in $SAMPLES; do
+    n=${s//:/-}
+    log "  --sample $s"
+    "$NDD" ingest --index "$OUT/t1/idx-$n" --sample "$s" --methods shingle --json "$OUT/llvm" \
+        > "$OUT/t1/$n.ingest.json"
+    "$NDD" stats --index "$OUT/t1/idx-$n" --json > "$OUT/t1/$n.stats.json"
+    "$NDD" eval --index "$OUT/t1/idx-$n" --truth "$TRUTH" --manifest "$MANIFEST" \
+        --method shingle --thresholds 0.8,0.5 --json > "$OUT/t1/$n.eval.json"
+    [ "$n" = all ] || rm -rf "$OUT/t1/idx-$n"
+done
+python3 "$FMT" sampling "$OUT/t1" $SAMPLES
+
+# ---- 2. Shingle width (Williams & Giles) on planted clusters ----------------------------------
+log "2. shingle w"
+mkdir -p "$OUT/t2"
+"$GEN" --out "$OUT/gen" --docs 2000 --seed 1 --format warc --quiet
+for w in 5 8 10; do
+    log "  w=$w"
+    "$NDD" ingest --index "$OUT/t2/idx-$w" --shingle-words "$w" --methods shingle --json \
+        "$OUT/gen/batch-01.warc" > "$OUT/t2/$w.ingest.json"
+    "$NDD" eval --index "$OUT/t2/idx-$w" --truth "$OUT/gen/truth-clusters.tsv" \
+        --method shingle --thresholds 0.5,0.8 --json > "$OUT/t2/$w.eval.json"
+    rm -rf "$OUT/t2/idx-$w"
+done
+python3 "$FMT" shingle-w "$OUT/t2" "$OUT/gen/gen.json" 5 8 10
+
+# ---- 3. simhash k sweep (Williams & Giles / Manku) on planted clusters ------------------------
+log "3. simhash k"
+mkdir -p "$OUT/t3"
+# blocks = k + 3 where the permuted tables (C(blocks, k)) fit the format's 64; else fewer.
+KB="1:4 2:5 3:6 4:7 5:8 6:8"
+for kb in $KB; do
+    k=${kb%:*}
+    b=${kb#*:}
+    log "  k=$k blocks=$b"
+    "$NDD" ingest --index "$OUT/t3/idx-$k" --methods simhash --simhash-k "$k" --simhash-blocks "$b" \
+        --json "$OUT/gen/batch-01.warc" > "$OUT/t3/$k.ingest.json"
+    "$NDD" eval --index "$OUT/t3/idx-$k" --truth "$OUT/gen/truth-clusters.tsv" \
+        --method simhash --thresholds 0.5 --json > "$OUT/t3/$k.eval.json"
+    rm -rf "$OUT/t3/idx-$k"
+done
+python3 "$FMT" simhash-k "$OUT/t3" $KB
+
+# ---- 4. Henzinger: B (dsc-ss) vs C (384-bit) vs combined, llvm --------------------------------
+log "4. Henzinger"
+mkdir -p "$OUT/t4"
+"$NDD" ingest --index "$OUT/t4/idx" --methods all --json "$OUT/llvm" > "$OUT/t4/ingest.json"
+"$NDD" eval --index "$OUT/t4/idx" --truth "$TRUTH" --manifest "$MANIFEST" --thresholds 0.8 \
+    --json > "$OUT/t4/eval.json"
+# combined at other C-similarity thresholds (eval uses the default 355/384 only)
+CS="0.85 0.90 0.95 0.98"
+for c in $CS; do
+    "$NDD" pairs --index "$OUT/t4/idx" --method combined --threshold "$c" > "$OUT/t4/combined-$c.tsv"
+done
+python3 "$FMT" henzinger "$OUT/t4" "$TRUTH" "$MANIFEST" $CS
+
+# ---- 5. I-Match protocol (Chowdhury et al.) ----------------------------------------------------
+log "5. I-Match protocol"
+mkdir -p "$OUT/t5"
+RATES="0.10 0.20"
+FILTERS="idf-l-10 idf-l-30 idf-l-60 doc-l-10 doc-l-30 doc-l-60"
+for r in $RATES; do
+    log "  edit rate $r"
+    "$GEN" --out "$OUT/t5/gen-$r" --docs 300 --seed 1 --imatch-protocol 10,10 --edit-rate "$r" \
+        --format warc --quiet
+    "$NDD" ingest --index "$OUT/t5/idx-$r" --methods all --json "$OUT/t5/gen-$r/batch-01.warc" \
+        > "$OUT/t5/$r.ingest.json"
+    "$NDD" eval --index "$OUT/t5/idx-$r" --truth "$OUT/t5/gen-$r/truth-clusters.tsv" \
+        --thresholds 0.5,0.8 --json > "$OUT/t5/$r.eval.json"
+    rm -rf "$OUT/t5/idx-$r"
+    for f in $FILTERS; do
+        "$NDD" ingest --index "$OUT/t5/idx-$r-$f" --methods imatch --imatch-filter "$f" --json \
+            "$OUT/t5/gen-$r/batch-01.warc" > /dev/null
+        "$NDD" eval --index "$OUT/t5/idx-$r-$f" --truth "$OUT/t5/gen-$r/truth-clusters.tsv" \
+            --method imatch --json > "$OUT/t5/$r-$f.eval.json"
+        rm -rf "$OUT/t5/idx-$r-$f"
+    done
+done
+python3 "$FMT" imatch "$OUT/t5" $RATES
+python3 "$FMT" imatch-filters "$OUT/t5" "$RATES" $FILTERS
+
+# ---- 6. Commonality threshold (--max-df), llvm, T = 0.5 ----------------------------------------
+log "6. max-df"
+mkdir -p "$OUT/t6"
+DFS="0 1000 300 100 30 10"
+for n in $DFS; do
+    log "  --max-df $n"
+    "$NDD" pairs --index "$OUT/t1/idx-all" --threshold 0.5 --max-df "$n" --stats \
+        > "$OUT/t6/pairs-$n.tsv" 2> "$OUT/t6/stats-$n.json"
+done
+python3 "$FMT" maxdf "$OUT/t6" "$TRUTH" "$MANIFEST" $DFS
+
+END=$(date +%s.%N)
+echo "Whole script: $(python3 -c "print(f'{$END - $START:.0f}')") s."
+log "done in $(python3 -c "print(f'{$END - $START:.0f}')") s"

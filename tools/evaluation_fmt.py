@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""Formats the raw outputs of tools/evaluation.sh as Markdown tables (stdout).
+
+Each subcommand reads the JSON written by `ndd-index ingest/stats/eval/pairs --json` for one
+table. `score` helpers compare `pairs` output (key_a, key_b, similarity) with the llvm-docs
+exact truth (truth.tsv + manifest.tsv), for the settings `eval` has no option for.
+"""
+import json
+import math
+import os
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def f3(x):
+    return "-" if x is None else f"{x:.3f}"
+
+
+def n(x):
+    return f"{x:,}"
+
+
+def table(head, rows, right=None):
+    print("| " + " | ".join(head) + " |")
+    al = ["---:" if (right is None or i in right) else "---" for i in range(len(head))]
+    if right is None:
+        al[0] = "---"
+    print("|" + "|".join(al) + "|")
+    for r in rows:
+        print("| " + " | ".join(str(c) for c in r) + " |")
+    print()
+
+
+def rows_of(ev, method=None, t=None):
+    out = [r for r in ev["rows"] if (method is None or r["method"] == method)
+           and (t is None or abs(r["threshold"] - t) < 1e-9)]
+    return out
+
+
+def sampling(d, samples):
+    base = load(os.path.join(d, "all.ingest.json"))["features"]
+    for t in (0.8, 0.5):
+        print(f"**Table 1{'a' if t == 0.8 else 'b'}. Sampling, llvm-docs, T = {t}** "
+              "(`--sample S --methods shingle`; truth = exact 5-word-shingle Jaccard >= T; "
+              "error and correlation over the found pairs the truth lists)")
+        print()
+        rows = []
+        for s in samples:
+            n_ = s.replace(":", "-")
+            ing = load(os.path.join(d, n_ + ".ingest.json"))
+            st = load(os.path.join(d, n_ + ".stats.json"))
+            r = rows_of(load(os.path.join(d, n_ + ".eval.json")), "shingle", t)[0]
+            rows.append([f"`{s}`", f"{100.0 * ing['features'] / base:.2f}%",
+                         f"{st['bytes']['total'] / 2**20:.1f}", n(r["found"]),
+                         n(r["true_positives"]), f3(r["precision"]), f3(r["recall"]),
+                         f3(r["f1"]), f3(r.get("mean_abs_error")), f3(r.get("correlation"))])
+        table(["sample", "shingles kept", "index MiB", "pairs", "true pairs", "P", "R", "F1",
+               "mean abs error", "correlation"], rows, right=set(range(1, 10)))
+    pos = rows_of(load(os.path.join(d, "all.eval.json")), "shingle")
+    print("Truth positives: " + ", ".join(f"{n(r['positives'])} pairs at T = {r['threshold']}"
+                                          for r in pos) + ".")
+    print()
+
+
+def shingle_w(d, genjson, ws):
+    g = load(genjson)
+    c = g["counts"]
+    print(f"**Table 2. Shingle width w, planted clusters** (ndd-gen --docs {c['documents']}, "
+          f"{c['clusters']} clusters, {c['variants']} variants, edit rate "
+          f"{g['parameters']['edit_rate']}; truth = planted labels; `--shingle-words w "
+          "--sample all`)")
+    print()
+    rows = []
+    for w in ws:
+        ev = load(os.path.join(d, w + ".eval.json"))
+        for r in sorted(ev["rows"], key=lambda r: -r["threshold"]):
+            rows.append([w, r["threshold"], n(r["found"]), n(r["positives"]),
+                         f3(r["precision"]), f3(r["recall"]), f3(r["f1"]),
+                         f3(r.get("found_ratio")), f3(r.get("clusters_per_true_cluster"))])
+    table(["w", "T", "pairs", "true pairs", "P", "R", "F1", "found ratio",
+           "clusters per true cluster"], rows)
+
+
+def simhash_k(d, kbs):
+    print("**Table 3. simhash Hamming distance k, planted clusters** (same corpus as Table 2; "
+          "`--methods simhash --simhash-k k --simhash-blocks b`; truth = planted labels, "
+          "pair level)")
+    print()
+    rows = []
+    for kb in kbs:
+        k, b = kb.split(":")
+        r = rows_of(load(os.path.join(d, k + ".eval.json")), "simhash")[0]
+        ing = load(os.path.join(d, k + ".ingest.json"))
+        rows.append([k, b, n(r["found"]), n(r["true_positives"]), n(r["positives"]),
+                     f3(r["precision"]), f3(r["recall"]), f3(r["f1"]),
+                     f3(r.get("found_ratio")), f3(r.get("clusters_per_true_cluster")),
+                     f"{ing['seconds']:.2f}"])
+    table(["k", "blocks", "pairs", "true pairs", "planted pairs", "P", "R", "F1",
+           "found ratio", "clusters per true cluster", "ingest s"], rows)
+
+
+def load_truth(truth, manifest):
+    ids = {}
+    with open(manifest) as f:
+        next(f)
+        for l in f:
+            p = l.split("\t", 2)
+            ids[p[0]] = p[1]
+    jac = {}
+    with open(truth) as f:
+        next(f)
+        for l in f:
+            a, b, j = l.split("\t", 3)[:3]
+            a, b = ids[a], ids[b]
+            jac[(a, b) if a <= b else (b, a)] = float(j)
+    return jac
+
+
+def score(jac, path, t):
+    """Found, true positives, P, R, F1, mean abs error, correlation of a pairs file."""
+    pos = sum(1 for j in jac.values() if j >= t)
+    found = tp = 0
+    est = []
+    with open(path) as f:
+        for l in f:
+            a, b, s = l.rstrip("\n").split("\t")[:3]
+            found += 1
+            j = jac.get((a, b) if a <= b else (b, a))
+            if j is not None:
+                est.append((float(s), j))
+                if j >= t:
+                    tp += 1
+    p = tp / found if found else 1.0
+    r = tp / pos if pos else 1.0
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    err = sum(abs(x - y) for x, y in est) / len(est) if est else None
+    return dict(found=found, positives=pos, true_positives=tp, precision=p, recall=r, f1=f1,
+                mean_abs_error=err, correlation=pearson(est))
+
+
+def pearson(v):
+    if len(v) < 2:
+        return None
+    mx = sum(x for x, _ in v) / len(v)
+    my = sum(y for _, y in v) / len(v)
+    sxy = sum((x - mx) * (y - my) for x, y in v)
+    sxx = sum((x - mx) ** 2 for x, _ in v)
+    syy = sum((y - my) ** 2 for _, y in v)
+    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else None
+
+
+def henzinger(d, truth, manifest, cs):
+    ev = load(os.path.join(d, "eval.json"))
+    o = load(os.path.join(d, "ingest.json"))
+    print("**Table 4. Henzinger's B vs C vs combined, llvm-docs, T = 0.8** (`--methods all`: "
+          "84 min-hashes in 6 supershingles of 14, B-similar = 2 agree; C = agreeing bits of "
+          "the 384-bit simhash; truth = exact Jaccard >= 0.8; similarity error/correlation over "
+          "found pairs the truth lists)")
+    print()
+    rows = []
+    names = {"shingle": "shingle T=0.8 (exact)", "simhash": "simhash-64, k=3",
+             "dsc-ss": "B: dsc-ss (2 of 6 supershingles)",
+             "combined": "combined: B and C >= 355/384 (0.924)",
+             "imatch": "imatch (idf-l-10)", "exact": "exact"}
+    for r in rows_of(ev, t=0.8):
+        rows.append([names.get(r["method"], r["method"]), n(r["found"]), n(r["true_positives"]),
+                     f3(r["precision"]), f3(r["recall"]), f3(r["f1"]),
+                     f3(r.get("mean_abs_error")), f3(r.get("correlation"))])
+    jac = load_truth(truth, manifest)
+    for c in cs:
+        r = score(jac, os.path.join(d, f"combined-{c}.tsv"), 0.8)
+        rows.append([f"combined: B and C >= {c}", n(r["found"]), n(r["true_positives"]),
+                     f3(r["precision"]), f3(r["recall"]), f3(r["f1"]),
+                     f3(r["mean_abs_error"]), f3(r["correlation"])])
+    table(["method", "pairs", "true pairs", "P", "R", "F1", "mean abs error", "correlation"],
+          rows)
+    print(f"Ingest with `--methods all`: {o['seconds']:.1f} s.")
+    print()
+
+
+def imatch(d, rates):
+    print("**Table 5. I-Match protocol** (ndd-gen --imatch-protocol 10,10 --docs 300: 10 "
+          "originals x 10 variants at the edit rate, 300 singleton background documents; "
+          "`--methods all`; truth = planted labels; found ratio and clusters per original as "
+          "in Chowdhury et al.)")
+    print()
+    rows = []
+    for rate in rates:
+        ev = load(os.path.join(d, rate + ".eval.json"))
+        g = load(os.path.join(d, f"gen-{rate}", "gen.json"))
+        real = g["edits"]["realized_rate"]
+        seen = set()
+        for r in ev["rows"]:
+            m = r["method"]
+            if m == "shingle":
+                label = f"shingle T={r['threshold']}"
+            elif m in seen:
+                continue  # the other methods do not depend on the threshold
+            else:
+                label = m
+            seen.add(m)
+            rows.append([f"{rate} ({real:.3f})", label, f3(r.get("found_ratio")),
+                         f3(r.get("clusters_per_true_cluster")), n(r["found"]),
+                         f3(r["precision"]), f3(r["recall"])])
+    table(["edit rate (realized)", "method", "found ratio", "clusters per original",
+           "pairs", "P", "R"], rows, right={2, 3, 4, 5, 6})
+
+
+def imatch_filters(d, rates, filters):
+    print("**Table 5b. I-Match filters on the same protocol** (`--methods imatch "
+          "--imatch-filter F`; idf-l-P keeps terms with normalised idf >= P/100, doc-l-P a "
+          "document's P% highest-idf terms)")
+    print()
+    rows = []
+    for rate in rates.split():
+        for f in filters:
+            r = rows_of(load(os.path.join(d, f"{rate}-{f}.eval.json")), "imatch")[0]
+            rows.append([rate, f"`{f}`", f3(r.get("found_ratio")),
+                         f3(r.get("clusters_per_true_cluster")), n(r["found"]),
+                         f3(r["precision"]), f3(r["recall"])])
+    table(["edit rate", "filter", "found ratio", "clusters per original", "pairs", "P", "R"],
+          rows, right={2, 3, 4, 5, 6})
+
+
+def maxdf(d, truth, manifest, dfs):
+    print("**Table 6. Commonality threshold, llvm-docs, T = 0.5** (`pairs --threshold 0.5 "
+          "--max-df N --stats` on the `--sample all` index of Table 1; N = 0: no limit; "
+          "recall against exact Jaccard >= 0.5)")
+    print()
+    jac = load_truth(truth, manifest)
+    rows = []
+    for x in dfs:
+        st = load(os.path.join(d, f"stats-{x}.json"))
+        r = score(jac, os.path.join(d, f"pairs-{x}.tsv"), 0.5)
+        rows.append([x if x != "0" else "none", n(st["postings_visited"]),
+                     n(st.get("max_df_postings_skipped", 0)), n(st.get("max_df_keys_cut", 0)),
+                     n(st.get("max_df_docs_cut", 0)), n(st["candidates"]), n(r["found"]),
+                     f3(r["precision"]), f3(r["recall"])])
+    table(["max-df N", "postings visited", "postings skipped", "shingles cut",
+           "docs with probes cut short", "candidates", "pairs", "P", "R"], rows)
+
+
+if __name__ == "__main__":
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "sampling":
+        sampling(args[0], args[1:])
+    elif cmd == "shingle-w":
+        shingle_w(args[0], args[1], args[2:])
+    elif cmd == "simhash-k":
+        simhash_k(args[0], args[1:])
+    elif cmd == "henzinger":
+        henzinger(args[0], args[1], args[2], args[3:])
+    elif cmd == "imatch":
+        imatch(args[0], args[1:])
+    elif cmd == "imatch-filters":
+        imatch_filters(args[0], args[1], args[2:])
+    elif cmd == "maxdf":
+        maxdf(args[0], args[1], args[2], args[3:])
+    else:
+        sys.exit(f"unknown table {cmd}")
