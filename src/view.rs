@@ -89,27 +89,10 @@ impl View {
                 seg: Arc::new(seg),
             });
         }
-        let mut by_doc: Vec<(u32, u32, usize)> = segments
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.entry.doc_lo, s.entry.doc_hi, i))
-            .collect();
-        by_doc.sort_unstable();
+        let by_doc = doc_ranges(&segments);
         let mut frequent = FeatureMap::default();
         for s in &segments {
-            if s.seg.contains_table(FREQUENT_TABLE) {
-                for item in s.seg.iter(FREQUENT_TABLE) {
-                    let (key, v) = item?;
-                    let df = v.try_into().map(u32::from_le_bytes).map_err(|_| {
-                        Error::corrupt(
-                            s.seg.path(),
-                            0,
-                            format!("frequent-key value of {} bytes", v.len()),
-                        )
-                    })?;
-                    *frequent.entry(key).or_insert(0) += df;
-                }
-            }
+            add_frequent(&s.seg, &mut frequent)?;
         }
         let next = catalog.next_doc()? as usize;
         let mut sizes = vec![0u32; next];
@@ -149,22 +132,13 @@ impl View {
         let mut frequent = self.frequent.clone();
         if entry.doc_hi > entry.doc_lo {
             let seg = Segment::open(path)?;
-            for item in seg.iter(FREQUENT_TABLE) {
-                let (key, v) = item?;
-                let df = v.try_into().map(u32::from_le_bytes).unwrap_or(0);
-                *frequent.entry(key).or_insert(0) += df;
-            }
+            add_frequent(&seg, &mut frequent)?;
             segments.push(LiveSegment {
                 entry,
                 seg: Arc::new(seg),
             });
         }
-        let mut by_doc: Vec<(u32, u32, usize)> = segments
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.entry.doc_lo, s.entry.doc_hi, i))
-            .collect();
-        by_doc.sort_unstable();
+        let by_doc = doc_ranges(&segments);
         let mut sizes = self.sizes.clone();
         sizes.extend_from_slice(new_sizes);
         Ok(View {
@@ -237,4 +211,34 @@ impl View {
             self.frequent.get(&key).copied().unwrap_or(0)
         }
     }
+}
+
+/// `(doc_lo, doc_hi, segment index)` of every segment, sorted: the forward-list lookup table.
+fn doc_ranges(segments: &[LiveSegment]) -> Vec<(u32, u32, usize)> {
+    let mut by_doc: Vec<(u32, u32, usize)> = segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.entry.doc_lo, s.entry.doc_hi, i))
+        .collect();
+    by_doc.sort_unstable();
+    by_doc
+}
+
+/// Adds a segment's FREQUENT table (key -> df) into `frequent`.
+fn add_frequent(seg: &Segment, frequent: &mut FeatureMap<u32>) -> Result<()> {
+    if !seg.contains_table(FREQUENT_TABLE) {
+        return Ok(());
+    }
+    for item in seg.iter(FREQUENT_TABLE) {
+        let (key, v) = item?;
+        let df = v.try_into().map(u32::from_le_bytes).map_err(|_| {
+            Error::corrupt(
+                seg.path(),
+                0,
+                format!("frequent-key value of {} bytes", v.len()),
+            )
+        })?;
+        *frequent.entry(key).or_insert(0) += df;
+    }
+    Ok(())
 }

@@ -138,7 +138,7 @@ fn readers_see_whole_publishes_while_ingest_and_compaction_run() {
             // Two writers race for the same batch: whichever loses while the other holds the
             // lock is refused with exit code 4 naming the holder; the other publishes the
             // batch (or finds it published already).
-            let mut child = Command::new(env!("CARGO_BIN_EXE_ndd-index"))
+            let child = Command::new(env!("CARGO_BIN_EXE_ndd-index"))
                 .args([
                     "ingest",
                     "--quiet",
