@@ -44,16 +44,6 @@ fn write_batches(dir: &Path, batches: usize, n: usize) {
     }
 }
 
-fn stats(idx: &Path) -> serde_json::Value {
-    serde_json::from_str(&stdout(&ndd(&[
-        "stats",
-        "--json",
-        "--index",
-        idx.to_str().unwrap(),
-    ])))
-    .unwrap()
-}
-
 fn pairs(idx: &Path) -> String {
     stdout(&ndd(&[
         "pairs",
@@ -180,7 +170,7 @@ fn killed_ingests_publish_whole_batches_or_nothing() {
             want_pairs,
             "round {round}: pairs differ from the uninterrupted run"
         );
-        let s = stats(&idx);
+        let s = stats_json(&idx);
         assert_eq!(
             s["documents"].as_u64().unwrap(),
             (batches * per_batch) as u64

@@ -79,14 +79,6 @@ fn bad_inputs(dir: &Path) {
     );
 }
 
-fn report_lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn bad_documents_are_reported_and_the_rest_is_indexed() {
     let tmp = temp_dir("bad-input");
@@ -147,13 +139,7 @@ fn bad_documents_are_reported_and_the_rest_is_indexed() {
     assert_eq!(summary["errors"].as_u64().unwrap(), errors.len() as u64);
     assert_eq!(summary["added"].as_u64().unwrap(), 7);
     // The indexed documents answer queries.
-    let stats: serde_json::Value = serde_json::from_str(&stdout(&ndd(&[
-        "stats",
-        "--json",
-        "--index",
-        idx.to_str().unwrap(),
-    ])))
-    .unwrap();
+    let stats = stats_json(&idx);
     assert_eq!(stats["documents"], 7);
     // cp1252 was decoded with its declared charset: "café" is one word.
     let q = tmp.path().join("q.txt");
@@ -192,13 +178,7 @@ fn strict_mode_publishes_nothing() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("document"), "{err}");
-    let stats: serde_json::Value = serde_json::from_str(&stdout(&ndd(&[
-        "stats",
-        "--json",
-        "--index",
-        idx.to_str().unwrap(),
-    ])))
-    .unwrap();
+    let stats = stats_json(&idx);
     assert_eq!(stats["documents"], 0);
     assert_eq!(stats["batches"], 0);
     assert!(
@@ -229,16 +209,7 @@ fn duplicate_keys_within_and_across_batches() {
     )
     .unwrap();
     let rep = tmp.path().join("r1.jsonl");
-    ndd(&[
-        "ingest",
-        "--quiet",
-        "--index",
-        idx.to_str().unwrap(),
-        "--report",
-        rep.to_str().unwrap(),
-        a.to_str().unwrap(),
-    ]);
-    let l = report_lines(&rep);
+    let l = ingest_reported(&idx, &rep, &a);
     assert_eq!(
         l.iter()
             .filter(|l| l["key"] == "k1" && l["status"] == "new")
@@ -254,16 +225,7 @@ fn duplicate_keys_within_and_across_batches() {
     )
     .unwrap();
     let rep2 = tmp.path().join("r2.jsonl");
-    ndd(&[
-        "ingest",
-        "--quiet",
-        "--index",
-        idx.to_str().unwrap(),
-        "--report",
-        rep2.to_str().unwrap(),
-        b.to_str().unwrap(),
-    ]);
-    let l = report_lines(&rep2);
+    let l = ingest_reported(&idx, &rep2, &b);
     let st = |k: &str| {
         l.iter().find(|l| l["key"] == k).unwrap()["status"]
             .as_str()
@@ -272,13 +234,7 @@ fn duplicate_keys_within_and_across_batches() {
     };
     assert_eq!(st("k1"), "unchanged");
     assert_eq!(st("k2"), "replaced");
-    let stats: serde_json::Value = serde_json::from_str(&stdout(&ndd(&[
-        "stats",
-        "--json",
-        "--index",
-        idx.to_str().unwrap(),
-    ])))
-    .unwrap();
+    let stats = stats_json(&idx);
     assert_eq!(stats["documents"], 2, "{stats}");
     assert_eq!(stats["deleted"], 1, "{stats}");
     // Re-running a batch by name does nothing.

@@ -233,3 +233,37 @@ pub fn gen_truth(dir: &Path) -> HashMap<String, String> {
         })
         .collect()
 }
+
+/// `ndd-index stats --json` of an index.
+pub fn stats_json(idx: &Path) -> serde_json::Value {
+    serde_json::from_str(&stdout(&ndd(&[
+        "stats",
+        "--json",
+        "--index",
+        idx.to_str().unwrap(),
+    ])))
+    .unwrap()
+}
+
+/// The lines of a `--report` file, parsed.
+pub fn report_lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Ingests `input` quietly into `idx` with `--report`, and returns the report's lines.
+pub fn ingest_reported(idx: &Path, report: &Path, input: &Path) -> Vec<serde_json::Value> {
+    ndd(&[
+        "ingest",
+        "--quiet",
+        "--index",
+        idx.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        input.to_str().unwrap(),
+    ]);
+    report_lines(report)
+}
