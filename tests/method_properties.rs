@@ -103,6 +103,27 @@ fn base_name(k: &str) -> String {
     k.rsplit('/').next().unwrap().to_string()
 }
 
+/// File names of the hits of `query --method M --json` for `probe` (plus `extra` arguments).
+fn query_hits(ix: &Path, method: &str, probe: &Path, extra: &[&str]) -> BTreeSet<String> {
+    let mut args = vec![
+        "query",
+        "--index",
+        ix.to_str().unwrap(),
+        "--method",
+        method,
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    args.push(probe.to_str().unwrap());
+    let v: serde_json::Value = serde_json::from_str(stdout(&ndd(&args)).trim()).unwrap();
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| base_name(h["key"].as_str().unwrap()))
+        .collect()
+}
+
 fn brute<F: Fn(usize, usize) -> bool>(
     docs: &[(String, String)],
     f: F,
@@ -176,24 +197,7 @@ fn simhash_tables_find_every_pair_within_k() {
         // A query finds exactly the indexed documents within k of it.
         let probe = dir.path().join("probe.txt");
         std::fs::write(&probe, &docs[3].1).unwrap();
-        let q = stdout(&ndd(&[
-            "query",
-            "--index",
-            ix.to_str().unwrap(),
-            "--method",
-            "simhash",
-            "--top",
-            "0",
-            "--json",
-            probe.to_str().unwrap(),
-        ]));
-        let v: serde_json::Value = serde_json::from_str(q.trim()).unwrap();
-        let got: BTreeSet<String> = v["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| base_name(h["key"].as_str().unwrap()))
-            .collect();
+        let got = query_hits(&ix, "simhash", &probe, &["--top", "0"]);
         let want: BTreeSet<String> = (0..docs.len())
             .filter(|&j| hamming(sims[3], sims[j]) <= k)
             .map(|j| docs[j].0.clone())
@@ -427,22 +431,7 @@ fn imatch_one_cluster_per_document_and_stable_signatures() {
     let mut w = bases[4].clone();
     w.rotate_left(17);
     std::fs::write(&probe, format!("{} brandnewterm common", w.join(" "))).unwrap();
-    let q = stdout(&ndd(&[
-        "query",
-        "--index",
-        ix.to_str().unwrap(),
-        "--method",
-        "imatch",
-        "--json",
-        probe.to_str().unwrap(),
-    ]));
-    let v: serde_json::Value = serde_json::from_str(q.trim()).unwrap();
-    let got: BTreeSet<String> = v["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| base_name(h["key"].as_str().unwrap()))
-        .collect();
+    let got = query_hits(&ix, "imatch", &probe, &[]);
     let want: BTreeSet<String> = ["b04.txt", "b04r.txt", "b04n.txt"]
         .iter()
         .map(|s| s.to_string())
