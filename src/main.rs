@@ -94,6 +94,11 @@ struct IngestArgs {
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
+    /// How new documents are matched against the index: join (sorted probe records
+    /// merge-joined with the segments, sequential reads, bounded by --mem) or probe (random
+    /// lookups per document). Both find the same pairs.
+    #[arg(long, default_value = "join")]
+    matching: pipeline::Matching,
     /// Write one JSON line per input document to FILE.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
@@ -181,9 +186,15 @@ struct PairsArgs {
     /// Commonality limit for this run (default: the index's; 0 = no limit).
     #[arg(long, value_name = "N")]
     max_df: Option<u32>,
-    /// Budget of the pair buffer (one block of probing documents), e.g. 64MiB.
+    /// Memory budget: of the external sorts (join) or of one block's pair buffer (probe),
+    /// e.g. 64MiB (default: a quarter of RAM for join, 64MiB for probe).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
+    /// join: the out-of-core pipeline (probe records -> merge join with the segments ->
+    /// candidate pairs -> verification, all through the external sort); probe: random
+    /// lookups per document. Both find the same pairs.
+    #[arg(long, default_value = "join")]
+    matching: pipeline::Matching,
     /// Print the work counters (postings visited, what --max-df cut, blocks) as JSON on stderr.
     #[arg(long)]
     stats: bool,
@@ -301,6 +312,7 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
         },
         strict: a.strict,
         mem_bytes: a.mem.unwrap_or_else(default_mem),
+        matching: a.matching,
     };
     let mut report_file = match &a.report {
         Some(p) => Some(BufWriter::new(
@@ -536,35 +548,44 @@ fn pairs(a: PairsArgs) -> Result<(), Error> {
     let view = index.view();
     let mut cfg = pipeline::PairsConfig::new(sample, t);
     cfg.max_df = run_max_df(&index, a.max_df);
-    if let Some(m) = a.mem {
+    if let (Some(m), pipeline::Matching::Probe) = (a.mem, a.matching) {
         cfg.buffer_bytes = m;
     }
+    let sort =
+        ndd_index::sort::SortOptions::new(a.mem.unwrap_or_else(default_mem), index.tmp_dir());
     // Pairs stream out block by block; keys are looked up per block, not held for the index.
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let mut ids: Vec<u32> = Vec::new();
     let mut keys: HashMap<u32, String> = HashMap::new();
-    let stats = pipeline::for_each_pair_block(view, &cfg, 0..view.doc_ids(), 0, |block| {
-        ids.clear();
-        ids.extend(block.iter().flat_map(|p| [p.a, p.b]));
-        ids.sort_unstable();
-        ids.dedup();
-        keys.clear();
-        for (d, r) in ids.iter().zip(index.catalog().docs(&ids)?) {
-            keys.insert(*d, r.map(|r| r.key).unwrap_or_default());
-        }
-        for p in block {
-            let (ka, kb) = (&keys[&p.a], &keys[&p.b]);
-            let (ka, kb) = if ka <= kb { (ka, kb) } else { (kb, ka) };
-            if a.ix.json {
-                let v =
-                    serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.m.resemblance});
-                writeln!(out, "{v}").map_err(stdout_err)?;
-            } else {
-                writeln!(out, "{ka}\t{kb}\t{:.6}", p.m.resemblance).map_err(stdout_err)?;
+    let stats = pipeline::for_each_pair(
+        a.matching,
+        view,
+        &cfg,
+        &sort,
+        0..view.doc_ids(),
+        0,
+        |block| {
+            ids.clear();
+            ids.extend(block.iter().flat_map(|p| [p.a, p.b]));
+            ids.sort_unstable();
+            ids.dedup();
+            keys.clear();
+            for (d, r) in ids.iter().zip(index.catalog().docs(&ids)?) {
+                keys.insert(*d, r.map(|r| r.key).unwrap_or_default());
             }
-        }
-        Ok(())
-    })?;
+            for p in block {
+                let (ka, kb) = (&keys[&p.a], &keys[&p.b]);
+                let (ka, kb) = if ka <= kb { (ka, kb) } else { (kb, ka) };
+                if a.ix.json {
+                    let v = serde_json::json!({"key_a": ka, "key_b": kb, "resemblance": p.m.resemblance});
+                    writeln!(out, "{v}").map_err(stdout_err)?;
+                } else {
+                    writeln!(out, "{ka}\t{kb}\t{:.6}", p.m.resemblance).map_err(stdout_err)?;
+                }
+            }
+            Ok(())
+        },
+    )?;
     out.flush().map_err(stdout_err)?;
     if a.stats {
         eprintln!(

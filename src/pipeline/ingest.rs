@@ -23,7 +23,7 @@ use crate::index::Index;
 use crate::input::{read_inputs, InputItem, InputOptions};
 use crate::method::writer::{extras as method_extras, DocExtras, MethodWriter};
 use crate::method::MethodOptions;
-use crate::pipeline::pairs::{collect_pairs, PairsConfig};
+use crate::pipeline::pairs::{for_each_pair, Matching, PairsConfig};
 use crate::pipeline::spool::ReportSpool;
 use crate::segment::{self, SegmentWriter};
 use crate::sort::{ExternalSorter, KeyDoc, SortOptions};
@@ -40,6 +40,8 @@ pub struct IngestOptions {
     pub strict: bool,
     /// Memory budget of the external sort, in bytes.
     pub mem_bytes: u64,
+    /// How the new documents are matched against the index.
+    pub matching: Matching,
 }
 
 impl Default for IngestOptions {
@@ -49,6 +51,7 @@ impl Default for IngestOptions {
             input: InputOptions::default(),
             strict: false,
             mem_bytes: 1 << 30,
+            matching: Matching::default(),
         }
     }
 }
@@ -519,7 +522,21 @@ impl Index {
             max_df: self.options().max_df,
             ..PairsConfig::new(fp_opts.sample, threshold)
         };
-        let (pairs, mstats) = collect_pairs(&view, &cfg, doc_lo..doc_hi, doc_lo)?;
+        let sort = SortOptions::new(opts.mem_bytes, self.tmp_dir());
+        let mut pairs = Vec::new();
+        let mstats = for_each_pair(
+            opts.matching,
+            &view,
+            &cfg,
+            &sort,
+            doc_lo..doc_hi,
+            doc_lo,
+            |block| {
+                pairs.extend_from_slice(block);
+                Ok(())
+            },
+        )?;
+        pairs.sort_unstable_by_key(|p| (p.a, p.b));
         s.near_duplicate_pairs = pairs.len() as u64;
         s.postings_visited = mstats.postings_visited;
         s.max_df_keys_cut = mstats.max_df_keys_cut;

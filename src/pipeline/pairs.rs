@@ -42,6 +42,14 @@ pub struct PairsStats {
     /// Probing documents whose probe set the limit left short (their pairs that share only
     /// over-limit keys can be missed).
     pub max_df_docs_cut: u64,
+    /// Join pipeline only: (key, doc) probe records sorted.
+    pub probe_records: u64,
+    /// Join pipeline only: candidate pair records emitted by the merge join (before dedup).
+    pub candidate_records: u64,
+    /// Join pipeline only: posting blocks the merge join read (each at most once per segment).
+    pub blocks_read: u64,
+    /// Join pipeline only: run files its three sorts spilled (0 = everything fit in memory).
+    pub runs_spilled: u64,
 }
 
 /// One found pair, `a < b` by doc id.
@@ -79,6 +87,49 @@ impl PairsConfig {
             buffer_bytes: 64 << 20,
             block_docs: BLOCK_DOCS,
         }
+    }
+}
+
+/// How matching reads the postings: both give the same pairs (tests check this).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Matching {
+    /// Sorted probe records merge-joined with each segment, candidates and pairs through the
+    /// external sort ([`super::join`]): sequential reads, memory bounded by the sort budget.
+    #[default]
+    Join,
+    /// Each probing document looks its probe keys up in every segment (random reads), blocks of
+    /// documents in parallel ([`for_each_pair_block`]): fastest while the index is in memory.
+    Probe,
+}
+
+impl std::str::FromStr for Matching {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "join" => Ok(Matching::Join),
+            "probe" => Ok(Matching::Probe),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown matching `{s}` (expected join or probe)"
+            ))),
+        }
+    }
+}
+
+/// Streams the pairs of [`for_each_pair_block`] through the chosen [`Matching`]; the join
+/// pipeline sorts under `sort` (budget and run-file directory).
+pub fn for_each_pair(
+    matching: Matching,
+    view: &View,
+    cfg: &PairsConfig,
+    sort: &crate::sort::SortOptions,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    emit: impl FnMut(&[Pair]) -> Result<()>,
+) -> Result<PairsStats> {
+    match matching {
+        Matching::Join => super::join::join_pairs(view, cfg, sort, docs, older_than, emit),
+        Matching::Probe => for_each_pair_block(view, cfg, docs, older_than, emit),
     }
 }
 

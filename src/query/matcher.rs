@@ -46,6 +46,11 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// The probe keys the last [`Matcher::choose_probes`] chose.
+    pub fn probes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.order.iter().map(|&(_, k)| k)
+    }
+
     /// Takes the work counters out of `s` (resetting them) as a buffer-less `Scratch`.
     pub fn counters_only(s: &mut Scratch) -> Scratch {
         let out = Scratch {
@@ -173,28 +178,22 @@ impl<'v> Matcher<'v> {
         Ok(())
     }
 
-    /// Appends to `out` every live document `d` with `accept(d)` whose similarity to the sorted
-    /// feature set `x` reaches the threshold.
-    pub fn search(
-        &self,
-        x: &[u64],
-        accept: impl Fn(u32) -> bool,
-        scratch: &mut Scratch,
-        out: &mut Vec<Match>,
-    ) -> Result<()> {
+    /// Chooses the probe keys of the sorted feature set `x` into `scratch` (read them with
+    /// [`Scratch::probes`]): `|x| - m + 1` of its features, rarest first, under the commonality
+    /// limit when there is one. Returns false when no document can reach the threshold with `x`
+    /// (empty `x`, or fewer features than the overlap needs), so there is nothing to probe.
+    pub fn choose_probes(&self, x: &[u64], scratch: &mut Scratch) -> Result<bool> {
         let n = x.len();
+        scratch.order.clear();
         if n == 0 {
-            return Ok(());
+            return Ok(false);
         }
         // A zero threshold would make every document similar to every other; callers reject it.
         let need = self.sample.min_overlap(self.threshold, n).max(1);
         if need > n {
-            return Ok(()); // nothing can share enough (e.g. minhash with fewer values than K)
+            return Ok(false); // nothing can share enough (e.g. minhash with fewer values than K)
         }
         let probes = n - need + 1;
-
-        // Pick the `probes` rarest features (under the commonality limit when there is one).
-        scratch.order.clear();
         if let Some(limit) = self.max_df {
             self.choose_under_limit(x, probes, limit, scratch)?;
         } else if self.view.frequent.is_empty() || probes == n {
@@ -206,6 +205,22 @@ impl<'v> Matcher<'v> {
             scratch.order.select_nth_unstable(probes - 1);
             scratch.order.truncate(probes);
         }
+        Ok(true)
+    }
+
+    /// Appends to `out` every live document `d` with `accept(d)` whose similarity to the sorted
+    /// feature set `x` reaches the threshold.
+    pub fn search(
+        &self,
+        x: &[u64],
+        accept: impl Fn(u32) -> bool,
+        scratch: &mut Scratch,
+        out: &mut Vec<Match>,
+    ) -> Result<()> {
+        if !self.choose_probes(x, scratch)? {
+            return Ok(());
+        }
+        let n = x.len();
 
         // Union of their posting lists, deduplicated with a bitset.
         let Scratch {

@@ -20,6 +20,7 @@ mod block;
 mod format;
 mod postings;
 mod reader;
+mod seek;
 mod u64s;
 mod verify;
 mod writer;
@@ -35,6 +36,7 @@ pub use postings::{
     TAG_ROARING,
 };
 pub use reader::{Entries, Segment};
+pub use seek::Seeker;
 pub use u64s::{decode_u64s, encode_u64s, U64Slice};
 pub use verify::{Problem, VerifyReport};
 pub use writer::SegmentWriter;

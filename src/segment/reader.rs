@@ -32,7 +32,7 @@ pub(super) struct Table {
     pub(super) meta: TableMeta,
     pub(super) blocks: Box<[BlockRef]>,
     /// `blocks[i].last_key`, packed: the block search of `get` touches 8 instead of 32 bytes a probe.
-    last_keys: Box<[u64]>,
+    pub(super) last_keys: Box<[u64]>,
     /// Bit i set = block i passed its crc and structure checks.
     verified: Box<[AtomicU64]>,
 }
@@ -208,7 +208,7 @@ impl Segment {
         Ok(view)
     }
 
-    fn value<'s>(
+    pub(super) fn value<'s>(
         &'s self,
         t: &Table,
         bi: usize,
