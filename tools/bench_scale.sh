@@ -9,7 +9,8 @@
 # batch: index size, ingest wall time, docs/s, peak RSS (/usr/bin/time -v), index bytes per
 # document, and the clusters listing's wall time and RSS. Set MEMTEST=1 to also run the
 # bounded-memory check: batch 1 ingested alone and `pairs --threshold 0.8` with --mem 64MiB.
-# Binaries: $BIN (default target/release).
+# Binaries: $BIN (default target/release). DROP_INPUT=1 deletes each batch's WARC once it is
+# ingested (a 4M-document corpus is ~18 GB of WARC next to a ~30 GB index).
 set -euo pipefail
 OUT=$1; DOCS=${2:-1000000}; BATCHES=${3:-4}; MEM=${4:-512MiB}
 BIN=${BIN:-target/release}
@@ -48,6 +49,7 @@ for b in $(seq "$START" "$BATCHES"); do
   total=$((total + n))
   bytes=$(du -sb "$IDX" | cut -f1)
   /usr/bin/time -v "$BIN/ndd-index" clusters --index "$IDX" > "$OUT/clusters-$b.tsv" 2> "$OUT/clusters-$b.time"
+  [ "${DROP_INPUT:-0}" = 1 ] && rm -f "$f"
   s=$(wall "$OUT/ingest-$b.time")
   stages=$(grep -o '"stage_seconds":{[^}]*}' "$OUT/ingest-$b.json" | sed 's/"stage_seconds"://; s/"//g')
   big=$(awk '{n[$1]++} END {m=0; for (c in n) if (n[c] > m) m = n[c]; print m}' "$OUT/clusters-$b.tsv")

@@ -29,6 +29,12 @@ pub struct MergePolicy {
     pub min_level_bytes: u64,
     /// A single segment whose deleted fraction exceeds this is rewritten on its own.
     pub max_deleted_fraction: f64,
+    /// Largest segment an automatic merge may produce (Lucene's `maxMergedSegmentMB`): a full
+    /// level whose total exceeds it merges only its smallest members that fit, and not at all
+    /// if fewer than `min_merge` fit. This bounds the work any one nightly ingest can inherit
+    /// from compaction (and the disk a merge needs on top of the index); `compact --full`
+    /// ignores it.
+    pub max_merged_bytes: u64,
 }
 
 impl Default for MergePolicy {
@@ -38,6 +44,7 @@ impl Default for MergePolicy {
             level_log2: 1.5, // a level spans sizes within a factor of ~2.8
             min_level_bytes: 4 << 20,
             max_deleted_fraction: 0.3,
+            max_merged_bytes: 16 << 30,
         }
     }
 }
@@ -59,12 +66,25 @@ pub fn choose(segments: &[SegmentInfo], policy: &MergePolicy) -> Option<Vec<u64>
             }
         }
     }
-    if let Some(level) = levels
+    // Cap each level to its smallest members whose total fits `max_merged_bytes`.
+    let fit = |level: &Vec<&SegmentInfo>| -> Vec<u64> {
+        let mut total = 0u64;
+        let mut ids = Vec::new();
+        for s in level.iter().rev() {
+            total = total.saturating_add(s.bytes);
+            if total > policy.max_merged_bytes {
+                break;
+            }
+            ids.push(s.id);
+        }
+        ids
+    };
+    if let Some(mut ids) = levels
         .iter()
         .rev()
-        .find(|l| l.len() >= policy.min_merge.max(2))
+        .map(fit)
+        .find(|ids| ids.len() >= policy.min_merge.max(2))
     {
-        let mut ids: Vec<u64> = level.iter().map(|s| s.id).collect();
         ids.sort_unstable();
         return Some(ids);
     }
@@ -138,6 +158,23 @@ mod tests {
         let p = MergePolicy::default();
         let segs = [seg(1, 1000), seg(2, 100), seg(3, 10), seg(4, 1)];
         assert_eq!(choose(&segs, &p), None);
+    }
+
+    #[test]
+    fn merges_never_exceed_the_largest_merged_size() {
+        let p = MergePolicy {
+            max_merged_bytes: 100 << 20,
+            ..MergePolicy::default()
+        };
+        // Six 20 MB segments: 120 MB is over the cap, five fit -> a merge of those five.
+        let segs: Vec<_> = (1..=6).map(|i| seg(i, 20)).collect();
+        let got = choose(&segs, &p).expect("five fit");
+        assert_eq!(got.len(), 5);
+        // Four 40 MB segments: only two fit, below min_merge -> nothing.
+        let segs: Vec<_> = (1..=4).map(|i| seg(i, 40)).collect();
+        assert_eq!(choose(&segs, &p), None);
+        // The default cap leaves ordinary levels alone.
+        assert_eq!(choose(&segs, &MergePolicy::default()).map(|v| v.len()), Some(4));
     }
 
     #[test]
