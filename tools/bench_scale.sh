@@ -2,6 +2,7 @@
 # Scaling and memory measurements of ndd-index on ndd-gen corpora (BENCHMARKS.md).
 #
 #   tools/bench_scale.sh OUT [DOCS=1000000] [BATCHES=4] [MEM=512MiB]
+#   PARTS=4 DROP_INPUT=1 tools/bench_scale.sh OUT 4000000 16 512MiB   # the 4M run
 #
 # Generates (once) DOCS web-like documents (~2 KB of text, ~4.4 KB of HTML each) as BATCHES
 # nightly WARC files, ingests them one batch after another with --mem MEM (clusters are kept
@@ -15,11 +16,24 @@ set -euo pipefail
 OUT=$1; DOCS=${2:-1000000}; BATCHES=${3:-4}; MEM=${4:-512MiB}
 BIN=${BIN:-target/release}
 mkdir -p "$OUT"
-CORPUS=$OUT/corpus-$DOCS-$BATCHES
-if [ ! -f "$CORPUS/gen.json" ]; then
-  rm -rf "$CORPUS"
-  "$BIN/ndd-gen" --out "$CORPUS" --docs "$DOCS" --batches "$BATCHES" --format warc --seed 42 --quiet
-fi
+# PARTS=p generates the corpus as p independent ndd-gen runs (seeds 42, 43, ...) of DOCS/p
+# documents and BATCHES/p batches each (keys prefixed p1-, p2-, ...), each generated just before its first batch: with
+# DROP_INPUT=1 only one part's WARC is on disk at a time. Planted clusters stay within a part.
+PARTS=${PARTS:-1}
+PER_PART=$((BATCHES / PARTS))
+corpus_of() { # batch -> directory of its part (generated on first use)
+  local p=$(( ($1 - 1) / PER_PART + 1 ))
+  local dir=$OUT/corpus-$DOCS-$BATCHES-p$p-of-$PARTS
+  [ "$PARTS" = 1 ] && dir=$OUT/corpus-$DOCS-$BATCHES
+  if [ ! -f "$dir/gen.json" ]; then
+    rm -rf "$dir"
+    "$BIN/ndd-gen" --out "$dir" --docs $((DOCS / PARTS)) --batches "$PER_PART" --format warc \
+      --seed $((41 + p)) --key-prefix "p$p-" --quiet
+  fi
+  echo "$dir"
+}
+batch_file() { printf '%s/batch-%02d.warc' "$(corpus_of "$1")" $(( ($1 - 1) % PER_PART + 1 )); }
+CORPUS=$(corpus_of 1)
 rss() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"; }
 wall() { awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; printf "%.1f", s}' "$1"; }
 
@@ -42,7 +56,7 @@ for b in $(seq 1 $((START - 1))); do
   total=$((total + $(grep -o '"added":[0-9]*' "$OUT/ingest-$b.json" | cut -d: -f2)))
 done
 for b in $(seq "$START" "$BATCHES"); do
-  f=$(printf '%s/batch-%02d.warc' "$CORPUS" "$b")
+  f=$(batch_file "$b")
   /usr/bin/time -v "$BIN/ndd-index" ingest --quiet --json --mem "$MEM" --index "$IDX" "$f" \
     > "$OUT/ingest-$b.json" 2> "$OUT/ingest-$b.time"
   n=$(grep -o '"added":[0-9]*' "$OUT/ingest-$b.json" | cut -d: -f2)

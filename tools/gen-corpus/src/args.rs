@@ -25,6 +25,8 @@ OPTIONS:
   --imatch-protocol O,V     O long originals with V variants each, plus --docs unrelated
                             background docs (Chowdhury et al. 2002); ignores
                             --dup-fraction and --cluster-size
+  --key-prefix TEXT         (warc) URIs become http://site-YY.example/TEXTpage-N.html, so
+                            corpora of different seeds can share an index [empty]
   --threads T               worker threads (output does not depend on it) [all cores]
   --quiet                   no progress on stderr
   --help                    this text
@@ -56,6 +58,8 @@ pub struct Params {
     pub imatch: Option<(u32, u32)>,
     pub threads: usize,
     pub quiet: bool,
+    /// Prepended to the page name of WARC URIs.
+    pub key_prefix: String,
 }
 
 impl Params {
@@ -78,6 +82,7 @@ impl Params {
                 .map(|n| n.get())
                 .unwrap_or(1),
             quiet: false,
+            key_prefix: String::new(),
         }
     }
 
@@ -187,10 +192,19 @@ pub fn parse(args: &[String]) -> Result<Option<Params>, String> {
                 p.imatch = Some((num(name, o.trim())?, num(name, n.trim())?));
             }
             "--threads" => p.threads = num(name, v)?,
+            "--key-prefix" => {
+                if !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                    return Err(format!("--key-prefix takes [A-Za-z0-9_-], got {v:?}"));
+                }
+                p.key_prefix = v.to_string();
+            }
             _ => return Err(format!("unknown argument {arg:?} (see --help)")),
         }
     }
     p.out = out.ok_or("--out DIR is required (see --help)")?;
+    if !p.key_prefix.is_empty() && p.format != Format::Warc {
+        return Err("--key-prefix needs --format warc".into());
+    }
     p.validate()?;
     Ok(Some(p))
 }

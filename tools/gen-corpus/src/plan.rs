@@ -42,6 +42,7 @@ pub struct Plan {
     page_width: usize,
     site_width: usize,
     batch_width: usize,
+    key_prefix: String,
     /// Width of the shard directory, if keys have one.
     shard_width: Option<usize>,
 }
@@ -120,6 +121,7 @@ impl Plan {
             page_width: digits(n as u64 - 1).max(7),
             site_width: digits(p.sites as u64 - 1).max(2),
             batch_width: digits(p.batches as u64).max(2),
+            key_prefix: p.key_prefix.clone(),
             shard_width: (n > MAX_DIR_ENTRIES)
                 .then(|| digits(((n - 1) / MAX_DIR_ENTRIES) as u64).max(3)),
         }
@@ -163,7 +165,8 @@ impl Plan {
         // Writing to a String cannot fail.
         let _ = match (self.format, self.shard_width) {
             (Format::Warc, _) => {
-                write!(out, "http://site-{site:0sw$}.example/page-{doc:0pw$}.html")
+                let kp = &self.key_prefix;
+                write!(out, "http://site-{site:0sw$}.example/{kp}page-{doc:0pw$}.html")
             }
             (Format::Files, None) => write!(out, "site-{site:0sw$}/page-{doc:0pw$}.html"),
             (Format::Files, Some(hw)) => {
@@ -253,6 +256,11 @@ mod tests {
         let plan = Plan::build(&p);
         assert!(plan.key(42).starts_with("http://site-"));
         assert!(plan.key(42).ends_with(".example/page-0000042.html"));
+        let tagged = Plan::build(&Params {
+            key_prefix: "p2-".into(),
+            ..p.clone()
+        });
+        assert!(tagged.key(42).ends_with(".example/p2-page-0000042.html"));
         assert_eq!(plan.batch_name(0), "batch-01");
     }
 
