@@ -289,3 +289,29 @@ fn duplicate_keys_are_unchanged_or_replaced_and_replaced_docs_leave_their_cluste
     ndd(&["compact", "--index", s(&idx)]);
     assert_eq!(answers(&idx, &probes), before);
 }
+
+#[test]
+fn verify_checks_the_delta_against_the_catalog() {
+    let w = temp_dir("add-verify");
+    let (c, idx) = setup(w.path(), 8, 6);
+    add(&idx, &c, &["doc-0006.html"], &[]);
+    assert_eq!(verify_json(&idx)["delta_documents"], 1);
+    // A delta entry without a catalog record (as a bug or a bad restore would leave).
+    {
+        let index = ndd_index::Index::open_writer(&idx, &Default::default()).unwrap();
+        let mut wb = index.catalog().batch_writer();
+        let stray = ndd_index::store::delta::DeltaDoc {
+            features: vec![1, 2, 3],
+            ..Default::default()
+        };
+        wb.put_delta(5000, &stray);
+        index.catalog().commit(wb).unwrap();
+    }
+    let out = ndd_raw(&["verify", "--index", s(&idx)]);
+    assert_eq!(out.status.code(), Some(5));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("catalog:delta/5000: delta document with no catalog record"),
+        "{text}"
+    );
+}
