@@ -18,6 +18,10 @@ fn s(p: &Path) -> &str {
 
 /// A corpus of `n` documents in `work/c`, the first `ingested` ingested into `work/idx`.
 fn setup(work: &Path, n: usize, ingested: usize) -> (PathBuf, PathBuf) {
+    setup_with(work, n, ingested, &[])
+}
+
+fn setup_with(work: &Path, n: usize, ingested: usize, create: &[&str]) -> (PathBuf, PathBuf) {
     let c = work.join("c");
     write_corpus(&c, n, 7);
     let first = work.join("first");
@@ -27,7 +31,10 @@ fn setup(work: &Path, n: usize, ingested: usize) -> (PathBuf, PathBuf) {
         std::fs::copy(c.join(&f), first.join(&f)).unwrap();
     }
     let idx = work.join("idx");
-    ndd(&["ingest", "--quiet", "--index", s(&idx), s(&first)]);
+    let mut args = vec!["ingest", "--quiet", "--index", s(&idx)];
+    args.extend_from_slice(create);
+    args.push(s(&first));
+    ndd(&args);
     (c, idx)
 }
 
@@ -73,10 +80,18 @@ fn verify_json(idx: &Path) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Every answer we compare across folds: pairs (shingle and simhash), clusters, queries.
+/// Every answer we compare across folds: pairs (shingle, and every other method the index
+/// stores), clusters, queries.
 fn answers(idx: &Path, probes: &[PathBuf]) -> String {
     let mut out = stdout(&ndd(&["pairs", "--index", s(idx), "--threshold", "0.5"]));
     out += &stdout(&ndd(&["pairs", "--index", s(idx), "--method", "simhash"]));
+    let methods = stats_json(idx)["options"]["methods"].clone();
+    if methods.get("dsc").is_some() {
+        for m in ["dsc-ss", "combined", "imatch", "exact"] {
+            out += &stdout(&ndd(&["pairs", "--index", s(idx), "--method", m]));
+        }
+        out += &stdout(&ndd(&["clusters", "--index", s(idx), "--method", "imatch"]));
+    }
     out += &stdout(&ndd(&["clusters", "--json", "--index", s(idx)]));
     let mut q = vec!["query", "--json", "--threshold", "0.5", "--index", s(idx)];
     q.extend(probes.iter().map(|p| s(p)));
@@ -158,7 +173,7 @@ fn added_documents_are_visible_at_once_and_join_clusters() {
 #[test]
 fn folding_by_size_and_by_compact_changes_no_answer() {
     let w = temp_dir("add-fold");
-    let (c, idx) = setup(w.path(), 48, 24);
+    let (c, idx) = setup_with(w.path(), 48, 24, &["--methods", "all"]);
     let probes: Vec<PathBuf> = (20..48)
         .step_by(3)
         .map(|i| c.join(format!("doc-{i:04}.html")))
@@ -177,6 +192,16 @@ fn folding_by_size_and_by_compact_changes_no_answer() {
     assert_eq!(verify_json(&by_size)["delta_documents"], 4);
     let before = answers(&idx, &probes);
     assert!(before.contains("doc-0044.html\tdoc-0045.html"), "{before}");
+    // The other methods see the delta documents too (dsc-ss and combined pairs among them).
+    let dsc = stdout(&ndd(&["pairs", "--index", s(&idx), "--method", "dsc-ss"]));
+    let added = |k: &str| k["doc-".len()..][..4].parse::<u32>().unwrap() >= 24;
+    assert!(
+        dsc.lines().any(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            added(f[0]) && added(f[1])
+        }),
+        "no dsc-ss pair among added documents: {dsc}"
+    );
     assert_eq!(
         answers(&by_size, &probes),
         before,
