@@ -340,3 +340,44 @@ fn verify_checks_the_delta_against_the_catalog() {
         "{text}"
     );
 }
+
+#[test]
+fn adds_interleaved_with_ingests_keep_every_method_answer_through_folds() {
+    let w = temp_dir("add-interleaved");
+    let (c, idx) = setup_with(w.path(), 44, 20, &["--methods", "all"]);
+    let probes: Vec<PathBuf> = [20, 24, 30, 40]
+        .iter()
+        .map(|i| c.join(format!("doc-{i:04}.html")))
+        .collect();
+    // Adds 20..24, an ingested batch 24..32 (ids after the delta's), adds 32..44: the delta's
+    // doc range then overlaps the batch's segment.
+    for i in 20..24 {
+        add(&idx, &c, &[&format!("doc-{i:04}.html")], &[]);
+    }
+    let night = w.path().join("night");
+    std::fs::create_dir_all(&night).unwrap();
+    for i in 24..32 {
+        let f = format!("doc-{i:04}.html");
+        std::fs::copy(c.join(&f), night.join(&f)).unwrap();
+    }
+    ndd(&["ingest", "--quiet", "--index", s(&idx), s(&night)]);
+    for i in 32..44 {
+        add(&idx, &c, &[&format!("doc-{i:04}.html")], &[]);
+    }
+    verify_json(&idx);
+    let before = answers(&idx, &probes);
+    let combined = stdout(&ndd(&["pairs", "--index", s(&idx), "--method", "combined"]));
+    assert!(
+        combined.contains("doc-0020.html\tdoc-0021.html"),
+        "{combined}"
+    );
+    ndd(&["compact", "--index", s(&idx)]);
+    assert_eq!(answers(&idx, &probes), before, "fold changed an answer");
+    ndd(&["compact", "--full", "--index", s(&idx)]);
+    assert_eq!(
+        answers(&idx, &probes),
+        before,
+        "full merge changed an answer"
+    );
+    verify_json(&idx);
+}
