@@ -11,6 +11,7 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli_add;
 mod cli_lifecycle;
 
 use clap::{Args, Parser, Subcommand};
@@ -35,6 +36,8 @@ const EXIT_CODES: &str = "Exit codes: 0 success, 1 failure (nothing changed), 2 
 enum Cmd {
     /// Ingest one batch of documents (creating the index if absent).
     Ingest(IngestArgs),
+    /// Add documents online (into the delta; no external sort): visible at once.
+    Add(cli_add::AddArgs),
     /// Near-duplicates of the given documents (they are not added).
     Query(QueryArgs),
     /// Every pair of indexed documents with resemblance >= T: key_a<TAB>key_b<TAB>resemblance.
@@ -243,6 +246,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Ingest(a) => ingest(a),
+        Cmd::Add(a) => cli_add::add(a),
         Cmd::Query(a) => query(a),
         Cmd::Pairs(a) => pairs(a),
         Cmd::Clusters(a) => clusters(a),
@@ -771,7 +775,7 @@ fn eval(a: EvalArgs) -> Result<(), Error> {
 }
 
 /// Parses sizes like `512MiB`, `2G`, `100m`, `65536`.
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !c.is_ascii_digit() && c != '.')

@@ -89,6 +89,9 @@ impl View {
                 seg: Arc::new(seg),
             });
         }
+        if let Some(delta) = delta_segment(catalog, _options)? {
+            segments.push(delta);
+        }
         let by_doc = doc_ranges(&segments);
         let mut frequent = FeatureMap::default();
         for s in &segments {
@@ -211,6 +214,34 @@ impl View {
             self.frequent.get(&key).copied().unwrap_or(0)
         }
     }
+}
+
+/// The delta (online adds) as one more segment of the snapshot: written by the same code that
+/// folds it (`lifecycle::fold`) into a private temporary directory that is removed at once
+/// (the mapping stays valid), so every query path reads delta documents exactly as it will
+/// read them once folded. The delta is small by construction (`add --fold-docs`).
+fn delta_segment(catalog: &Catalog, options: &IndexOptions) -> Result<Option<LiveSegment>> {
+    let docs = catalog.delta_docs()?;
+    if docs.is_empty() {
+        return Ok(None);
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("ndd-delta-")
+        .tempdir()
+        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let mut entry = crate::lifecycle::fold::write_delta_segment(
+        tmp.path(),
+        "delta.ndds",
+        &docs,
+        &options.methods,
+        catalog,
+    )?;
+    entry.id = crate::lifecycle::fold::DELTA_SEGMENT_ID;
+    let seg = Segment::open(tmp.path().join("delta.ndds"))?;
+    Ok(Some(LiveSegment {
+        entry,
+        seg: Arc::new(seg),
+    }))
 }
 
 /// `(doc_lo, doc_hi, segment index)` of every segment, sorted: the forward-list lookup table.

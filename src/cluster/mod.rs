@@ -81,6 +81,42 @@ pub fn apply_edges(
     edges: &[(u32, u32)],
     new_lo: u32,
 ) -> Result<HashMap<u32, u32>> {
+    apply_edges_over(catalog, &Overlay::default(), wb, edges, new_lo)
+}
+
+/// Cluster changes staged earlier in the same write (re-clustering after a document was
+/// replaced), which `apply_edges_over` must read instead of the committed catalog.
+#[derive(Default, Debug)]
+pub struct Overlay {
+    /// Document -> its new cluster id (itself when it became a singleton).
+    pub cluster_of: HashMap<u32, u32>,
+    /// Cluster id -> its new member set (None: no longer a cluster of two or more).
+    pub members: HashMap<u32, Option<RoaringBitmap>>,
+}
+
+impl Overlay {
+    fn cluster_of(&self, catalog: &Catalog, d: u32) -> Result<u32> {
+        match self.cluster_of.get(&d) {
+            Some(&c) => Ok(c),
+            None => catalog.cluster_of(d),
+        }
+    }
+    fn members(&self, catalog: &Catalog, c: u32) -> Result<Option<RoaringBitmap>> {
+        match self.members.get(&c) {
+            Some(m) => Ok(m.clone()),
+            None => catalog.members(c),
+        }
+    }
+}
+
+/// [`apply_edges`] on top of `overlay` (changes staged earlier in `wb`; later puts win).
+pub fn apply_edges_over(
+    catalog: &Catalog,
+    overlay: &Overlay,
+    wb: &mut CatalogBatch<'_>,
+    edges: &[(u32, u32)],
+    new_lo: u32,
+) -> Result<HashMap<u32, u32>> {
     // Current cluster of each endpoint.
     let mut cluster_of: HashMap<u32, u32> = HashMap::new();
     for &(a, b) in edges {
@@ -89,7 +125,7 @@ pub fn apply_edges(
                 e.insert(if d >= new_lo {
                     d
                 } else {
-                    catalog.cluster_of(d)?
+                    overlay.cluster_of(catalog, d)?
                 });
             }
         }
@@ -101,8 +137,8 @@ pub fn apply_edges(
     // For each resulting root: merge the member sets of the clusters that joined it.
     let mut root_of_cluster: HashMap<u32, u32> = HashMap::new();
     for (root, clusters) in uf.groups() {
-        let mut members = catalog
-            .members(root)?
+        let mut members = overlay
+            .members(catalog, root)?
             .unwrap_or_else(|| RoaringBitmap::from_iter([root]));
         let before = members.len();
         for &c in &clusters {
@@ -110,7 +146,7 @@ pub fn apply_edges(
             if c == root {
                 continue;
             }
-            let m = match catalog.members(c)? {
+            let m = match overlay.members(catalog, c)? {
                 Some(m) => {
                     wb.delete_members(c);
                     m

@@ -41,6 +41,11 @@ pub struct CompactSummary {
     pub keys: u64,
     pub postings: u64,
     pub seconds: f64,
+    /// Delta documents (online adds) folded into `delta_segment` first.
+    #[serde(default)]
+    pub delta_docs_folded: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_segment: Option<String>,
 }
 
 impl Index {
@@ -50,6 +55,8 @@ impl Index {
         let view = self.view();
         view.segments
             .iter()
+            // The delta's in-memory segment is folded, not merged (`Index::fold_delta`).
+            .filter(|s| s.entry.id != super::fold::DELTA_SEGMENT_ID)
             .map(|s| {
                 let mut deleted = 0;
                 let mut range = view.tombstones.clone();
@@ -70,8 +77,19 @@ impl Index {
             .collect()
     }
 
-    /// Runs the merge policy (`full`: merge everything) and merges what it chose.
+    /// Folds the delta (online adds) into a segment, then runs the merge policy (`full`:
+    /// merge everything) and merges what it chose.
     pub fn compact(&mut self, full: bool, policy: &MergePolicy) -> Result<CompactSummary> {
+        self.require_writer()?;
+        let folded = self.fold_delta()?;
+        let mut s = self.compact_segments(full, policy)?;
+        s.delta_docs_folded = folded.docs;
+        s.delta_segment = folded.segment;
+        Ok(s)
+    }
+
+    /// Runs the merge policy over the segments only (the delta stays).
+    pub fn compact_segments(&mut self, full: bool, policy: &MergePolicy) -> Result<CompactSummary> {
         self.require_writer()?;
         let infos = self.segment_infos()?;
         let chosen = if full {

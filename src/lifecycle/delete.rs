@@ -155,6 +155,51 @@ impl Index {
     }
 }
 
+/// Re-clusters the clusters of `replaced` documents (same key, new text: tombstoned in `view`
+/// already) the way `delete` does: each old cluster is recomputed from the pairs of its
+/// remaining members, staged in `wb`. Returns the changes as an overlay for
+/// `cluster::apply_edges_over`, which then folds the new documents' edges in on top.
+pub(crate) fn recluster_replaced(
+    catalog: &Catalog,
+    view: &View,
+    sample: crate::fingerprint::Sample,
+    threshold: crate::threshold::Threshold,
+    wb: &mut CatalogBatch<'_>,
+    replaced: &[u32],
+) -> Result<cluster::Overlay> {
+    let mut overlay = cluster::Overlay::default();
+    let mut touched = BTreeSet::new();
+    for &d in replaced {
+        touched.insert(catalog.cluster_of(d)?);
+    }
+    let matcher = Matcher::new(view, sample, threshold);
+    for c in touched {
+        let Some(members) = catalog.members(c)? else {
+            continue; // a singleton: nothing to re-cluster
+        };
+        let remaining = &members - &view.tombstones;
+        let groups = recluster(&matcher, &remaining)?;
+        write_clusters(wb, c, &members, &groups);
+        for d in &members {
+            overlay.cluster_of.insert(d, d);
+            overlay.members.insert(d, None);
+        }
+        for (&root, g) in &groups {
+            for &d in g {
+                overlay.cluster_of.insert(d, root);
+            }
+            overlay.members.insert(
+                root,
+                Some(
+                    RoaringBitmap::from_sorted_iter(g.iter().copied())
+                        .expect("components are sorted and unique"),
+                ),
+            );
+        }
+    }
+    Ok(overlay)
+}
+
 /// Connected components of the pairs at the matcher's threshold among `docs`, keyed by their
 /// smallest member (components of two or more).
 fn recluster(matcher: &Matcher<'_>, docs: &RoaringBitmap) -> Result<BTreeMap<u32, Vec<u32>>> {

@@ -3,8 +3,10 @@
 //!
 //! Each operation is a library call; the CLI only parses arguments and prints.
 
+pub mod add;
 pub mod compact;
 pub mod delete;
+pub mod fold;
 pub mod policy;
 pub mod verify;
 

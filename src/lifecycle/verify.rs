@@ -49,6 +49,8 @@ pub struct IndexVerifyReport {
     pub segment_bytes: u64,
     pub documents: u64,
     pub live_documents: u64,
+    /// Documents in the delta (online adds not folded yet).
+    pub delta_documents: u64,
     pub problems: Vec<IndexProblem>,
 }
 
@@ -129,13 +131,14 @@ pub fn verify_index(dir: &Path) -> Result<IndexVerifyReport> {
         }
     }
 
-    let forward = match catalog.manifest() {
+    let mut forward = match catalog.manifest() {
         Ok(m) => check_segments(dir, &m, next_doc, &mut r),
         Err(e) => {
             r.error(&e);
             None
         }
     };
+    check_delta(&catalog, &docs, next_doc, forward.as_mut(), &mut r);
     if let Some(fwd) = &forward {
         for (&d, rec) in &docs {
             match fwd.get(&d) {
@@ -190,6 +193,47 @@ pub fn verify_index(dir: &Path) -> Result<IndexVerifyReport> {
 /// Checks each segment of the manifest (existence, size, every block, postings against the
 /// forward table, frequent keys). Returns where each document's forward list is, or None when
 /// the manifest itself is unusable.
+/// The delta (online adds): every entry decodes, has a catalog record and an id below
+/// `next_doc`, and no segment holds the same document; its forward lists join `fwd` so the
+/// catalog-vs-forward checks cover delta documents too.
+fn check_delta(
+    catalog: &Catalog,
+    docs: &BTreeMap<u32, DocRecord>,
+    next_doc: u32,
+    fwd: Option<&mut ForwardMap>,
+    r: &mut IndexVerifyReport,
+) {
+    let delta = match catalog.delta_docs() {
+        Ok(d) => d,
+        Err(e) => {
+            r.error(&e);
+            return;
+        }
+    };
+    r.delta_documents = delta.len() as u64;
+    let mut fwd = fwd;
+    for (d, dd) in &delta {
+        if !docs.contains_key(d) {
+            r.catalog(
+                format!("delta/{d}"),
+                "delta document with no catalog record",
+            );
+        }
+        if *d >= next_doc {
+            r.catalog(format!("delta/{d}"), format!("id >= next_doc {next_doc}"));
+        }
+        if let Some(f) = fwd.as_deref_mut() {
+            if f.contains_key(d) {
+                r.catalog(
+                    format!("delta/{d}"),
+                    "document both in the delta and in a segment",
+                );
+            }
+            f.insert(*d, (usize::MAX, dd.features.len() as u32));
+        }
+    }
+}
+
 fn check_segments(
     dir: &Path,
     m: &Manifest,

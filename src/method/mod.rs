@@ -190,11 +190,16 @@ pub fn clusters(
     Ok(crate::cluster::components(p.iter().map(|p| (p.a, p.b))))
 }
 
-/// The live segment holding `doc` and whose doc range covers it.
+/// The live segment holding `doc`. Doc ranges may overlap (merged and fold segments, the
+/// delta), so the segment is the one whose FORWARD table holds the document.
 pub(crate) fn segment_of(view: &View, doc: u32) -> Option<&Segment> {
     view.segments
         .iter()
-        .find(|s| doc >= s.entry.doc_lo && doc < s.entry.doc_hi)
+        .filter(|s| doc >= s.entry.doc_lo && doc < s.entry.doc_hi)
+        .find(|s| {
+            // A damaged block reads as "not here"; the reads that follow report it.
+            matches!(s.seg.get(crate::segment::FORWARD, doc as u64), Ok(Some(_)))
+        })
         .map(|s| &*s.seg)
 }
 

@@ -72,6 +72,8 @@ pub struct MethodWriter {
     supers: Vec<(u64, u32)>,
     sim384: Vec<(u32, [u64; 6])>,
     terms: imatch::BatchTerms,
+    /// I-Match signatures computed already (delta documents), written instead of `terms`'.
+    stored_sigs: Option<Vec<(u64, u32)>>,
 }
 
 impl MethodWriter {
@@ -82,6 +84,7 @@ impl MethodWriter {
             supers: Vec::new(),
             sim384: Vec::new(),
             terms: imatch::BatchTerms::default(),
+            stored_sigs: None,
         }
     }
 
@@ -100,6 +103,33 @@ impl MethodWriter {
         }
         if self.opts.imatch.is_some() {
             self.terms.add(doc, x.terms);
+        }
+    }
+
+    /// Adds a delta document (`store::delta`): its method data was computed when it was added.
+    pub fn add_stored(&mut self, doc: u32, d: &crate::store::delta::DeltaDoc) {
+        if !d.has_words {
+            return;
+        }
+        if self.opts.simhash.is_some() {
+            self.simhashes.push((doc, d.simhash));
+        }
+        self.supers.extend(d.supers.iter().map(|&s| (s, doc)));
+        if let Some(s) = d.sim384 {
+            self.sim384.push((doc, s));
+        }
+        if self.opts.imatch.is_some() {
+            let sigs = self.stored_sigs.get_or_insert_with(Vec::new);
+            sigs.extend(d.imatch.iter().map(|&s| (s, doc)));
+        }
+    }
+
+    /// The I-Match signatures of the documents added with `add`, as the segment would store
+    /// them, by document (online adds keep them in the delta). Empty without I-Match.
+    pub fn imatch_signatures(&mut self, catalog: &Catalog) -> Result<Vec<(u64, u32)>> {
+        match self.opts.imatch {
+            Some(im) => self.terms.signatures(catalog, im.filter),
+            None => Ok(Vec::new()),
         }
     }
 
@@ -124,7 +154,13 @@ impl MethodWriter {
             w.end_table()?;
         }
         if let Some(im) = self.opts.imatch {
-            let sigs = self.terms.signatures(catalog, im.filter)?;
+            let sigs = match self.stored_sigs.take() {
+                Some(mut s) => {
+                    s.sort_unstable();
+                    s
+                }
+                None => self.terms.signatures(catalog, im.filter)?,
+            };
             write_postings(w, imatch::IMATCH, &sigs)?;
         }
         Ok(())

@@ -549,7 +549,18 @@ impl Index {
         lap = Instant::now();
         let mut wb = catalog.batch_writer();
         let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
-        let clusters = cluster::apply_edges(catalog, &mut wb, &edges, doc_lo)?;
+        // A replaced document leaves its old cluster (recomputed as `delete` does) before the
+        // new documents' edges are folded in.
+        let replaced_ids: Vec<u32> = replaced_docs.iter().map(|(d, _)| *d).collect();
+        let overlay = crate::lifecycle::delete::recluster_replaced(
+            catalog,
+            &view,
+            fp_opts.sample,
+            threshold,
+            &mut wb,
+            &replaced_ids,
+        )?;
+        let clusters = cluster::apply_edges_over(catalog, &overlay, &mut wb, &edges, doc_lo)?;
         let mut best: HashMap<u32, (u32, f64)> = HashMap::new();
         for p in &pairs {
             for (x, y) in [(p.a, p.b), (p.b, p.a)] {

@@ -4,6 +4,7 @@
 //! Every change of an operation goes into one [`CatalogBatch`] written with `sync`, so it is
 //! atomic and durable: RocksDB is our write-ahead log (format-spec/rocksdb.md).
 
+pub mod delta;
 pub mod manifest;
 pub mod records;
 
@@ -32,7 +33,8 @@ pub const CF_BATCHES: &str = "batches";
 pub const CF_CLUSTERS: &str = "clusters";
 pub const CF_MEMBERS: &str = "members";
 pub const CF_TOMBSTONES: &str = "tombstones";
-const ALL_CFS: [&str; 8] = [
+pub use delta::CF_DELTA;
+const ALL_CFS: [&str; 9] = [
     CF_META,
     CF_DOCS,
     CF_KEYS,
@@ -41,6 +43,7 @@ const ALL_CFS: [&str; 8] = [
     CF_CLUSTERS,
     CF_MEMBERS,
     CF_TOMBSTONES,
+    CF_DELTA,
 ];
 
 /// Attempts of a read-only open that races with the writer's RocksDB compaction.
@@ -86,9 +89,13 @@ impl Catalog {
                 // writer's own compaction deletes a table file in between, the open fails with
                 // "No such file". The next attempt reads the newer MANIFEST, so retry a few times.
                 let mut attempt = 0;
+                // An index written before a column family existed (e.g. `delta`, version 2)
+                // lacks it until its next writer opens it: open the ones that exist.
+                let present = DB::list_cf(&opts, path).unwrap_or_default();
                 loop {
                     let cfs = ALL_CFS
                         .iter()
+                        .filter(|n| present.is_empty() || present.iter().any(|p| p == *n))
                         .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
                     match DB::open_cf_descriptors_read_only(&opts, path, cfs, false) {
                         Ok(db) => break db,

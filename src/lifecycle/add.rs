@@ -1,0 +1,406 @@
+//! Online adds (`ndd-index add`): a few documents at a time, without an external sort.
+//!
+//! Each call reads its documents (any input `ingest` reads), canonicalizes and fingerprints
+//! them, matches them against the whole index (the new ones included, through a small
+//! temporary segment exactly like ingest's), folds the pairs at the cluster threshold into the
+//! persisted clusters and publishes everything in ONE synced catalog write: the catalog records
+//! (doc ids from the same counter, key, digest, a batch record named `add-NNNNNN` unless
+//! given), the delta entries (`store::delta`) and the clusters. An acknowledged add is durable
+//! and atomic, and visible to every reader that opens a snapshot afterwards.
+//!
+//! Keys behave as in ingest: a key indexed with the same canonical text is `unchanged`; with a
+//! new text the new document `replaced` the old one, which is tombstoned and leaves its
+//! cluster (re-clustered as `delete` does). When the delta passes `fold_docs` documents or
+//! `fold_bytes` of features it is folded into a segment (`Index::fold_delta`).
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::canonicalize::canonicalize;
+use crate::cluster;
+use crate::error::{Error, Result};
+use crate::fingerprint::fingerprint;
+use crate::index::Index;
+use crate::input::{read_inputs, InputItem, InputOptions};
+use crate::method::writer::{extras as method_extras, MethodWriter};
+use crate::pipeline::ingest::{BatchRecord, DocReport, DocStatus, NearDup};
+use crate::pipeline::pairs::{collect_pairs, PairsConfig};
+use crate::store::delta::DeltaDoc;
+use crate::store::{DocRecord, META_MANIFEST};
+
+use super::fold::{write_delta_segment, FoldSummary};
+
+/// Default fold size of the delta, in documents.
+pub const DEFAULT_FOLD_DOCS: u64 = 1024;
+/// Default fold size of the delta, in feature bytes (8 per feature).
+pub const DEFAULT_FOLD_BYTES: u64 = 32 << 20;
+
+/// Options of one `add` call.
+#[derive(Clone, Debug)]
+pub struct AddOptions {
+    /// Batch name; default `add-NNNNNN` (NNNNNN = the batch id). A name used before: nothing
+    /// is done (`already_added`), so a retried add is safe.
+    pub batch: Option<String>,
+    pub input: InputOptions,
+    /// Fail (add nothing) on the first bad document.
+    pub strict: bool,
+    /// Fold the delta into a segment once it holds this many documents...
+    pub fold_docs: u64,
+    /// ...or this many bytes of features.
+    pub fold_bytes: u64,
+}
+
+impl Default for AddOptions {
+    fn default() -> Self {
+        AddOptions {
+            batch: None,
+            input: InputOptions::default(),
+            strict: false,
+            fold_docs: DEFAULT_FOLD_DOCS,
+            fold_bytes: DEFAULT_FOLD_BYTES,
+        }
+    }
+}
+
+/// Summary of one `add` call.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AddSummary {
+    pub batch: String,
+    pub batch_id: u32,
+    pub already_added: bool,
+    pub documents_read: u64,
+    pub added: u64,
+    pub replaced: u64,
+    pub unchanged: u64,
+    pub errors: u64,
+    /// Pairs at or above the cluster threshold involving a new document.
+    pub near_duplicate_pairs: u64,
+    /// Documents in the delta after the call (0 after a fold).
+    pub delta_docs: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folded: Option<FoldSummary>,
+    pub seconds: f64,
+}
+
+impl Index {
+    /// Adds the documents of `inputs` online. `report` receives one line per input document
+    /// (the ingest report format) after the publish.
+    pub fn add(
+        &mut self,
+        inputs: Vec<PathBuf>,
+        opts: &AddOptions,
+        report: &mut dyn FnMut(&DocReport) -> Result<()>,
+    ) -> Result<AddSummary> {
+        self.require_writer()?;
+        let started = Instant::now();
+        let catalog = &self.catalog;
+        let batch_id = catalog
+            .batches::<BatchRecord>()?
+            .last()
+            .map(|(id, _)| id + 1)
+            .unwrap_or(1);
+        let name = opts
+            .batch
+            .clone()
+            .unwrap_or_else(|| format!("add-{batch_id:06}"));
+        let mut s = AddSummary {
+            batch: name.clone(),
+            batch_id,
+            ..Default::default()
+        };
+        if let Some(id) = catalog.batch_by_name(&name)? {
+            s.batch_id = id;
+            s.already_added = true;
+            return Ok(s);
+        }
+        let fp_opts = self.options().fingerprint()?;
+        let m_opts = self.options().methods.clone();
+        let tombstones = self.view.tombstones.clone();
+        let doc_lo = catalog.next_doc()?;
+        let mut reports: Vec<DocReport> = Vec::new();
+        let mut news: Vec<(DocRecord, DeltaDoc)> = Vec::new();
+        let mut keys: HashSet<String> = HashSet::new();
+        let mut digests: HashMap<[u8; 16], u32> = HashMap::new();
+        let mut exact_of: HashMap<u32, u32> = HashMap::new();
+        let mut replaced: Vec<(u32, DocRecord)> = Vec::new();
+        let mut mw = MethodWriter::new(&m_opts);
+        for item in read_inputs(inputs, opts.input.clone()) {
+            s.documents_read += 1;
+            let (raw, canon) = match item {
+                InputItem::Bad {
+                    key,
+                    origin,
+                    reason,
+                } => {
+                    reject(&mut s, &mut reports, opts.strict, key, origin, reason)?;
+                    continue;
+                }
+                InputItem::Doc(raw) => {
+                    match canonicalize(&raw.bytes, raw.format, raw.charset.as_deref()) {
+                        Ok(c) => (raw, c),
+                        Err(why) => {
+                            let r = why.to_string();
+                            reject(&mut s, &mut reports, opts.strict, raw.key, raw.origin, r)?;
+                            continue;
+                        }
+                    }
+                }
+            };
+            if !keys.insert(raw.key.clone()) {
+                let reason = "duplicate key within the batch (the first occurrence was kept)";
+                reject(
+                    &mut s,
+                    &mut reports,
+                    opts.strict,
+                    raw.key,
+                    raw.origin,
+                    reason.into(),
+                )?;
+                continue;
+            }
+            let fp = fingerprint(&canon.text, &fp_opts);
+            let mut status = DocStatus::New;
+            if let Some(old) = catalog.doc_by_key(&raw.key)? {
+                if let Some(rec) = catalog.doc(old)? {
+                    if rec.digest == fp.digest && !tombstones.contains(old) {
+                        s.unchanged += 1;
+                        reports.push(doc_report(raw.key, DocStatus::Unchanged, old));
+                        continue;
+                    }
+                    status = DocStatus::Replaced;
+                    s.replaced += 1;
+                    replaced.push((old, rec));
+                }
+            }
+            let doc = doc_lo
+                .checked_add(news.len() as u32)
+                .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
+            let exact = match digests.get(&fp.digest) {
+                Some(&d) => Some(d),
+                None => {
+                    digests.insert(fp.digest, doc);
+                    catalog
+                        .doc_by_digest(&fp.digest)?
+                        .filter(|d| !tombstones.contains(*d))
+                }
+            };
+            if let Some(e) = exact {
+                exact_of.insert(doc, e);
+            }
+            let x = method_extras(&canon.text, &fp, &fp_opts, &m_opts);
+            let delta = DeltaDoc {
+                has_words: fp.words > 0,
+                simhash: fp.simhash,
+                features: fp.features.clone(),
+                supers: x.supers.clone(),
+                sim384: x.sim384,
+                imatch: Vec::new(), // filled below, once the whole call's terms are known
+            };
+            mw.add(doc, &fp, x);
+            reports.push(doc_report(raw.key.clone(), status, doc));
+            news.push((
+                DocRecord {
+                    key: raw.key,
+                    batch: batch_id,
+                    words: fp.words,
+                    shingles: fp.shingles,
+                    features: fp.features.len() as u32,
+                    simhash: fp.simhash,
+                    digest: fp.digest,
+                    bytes: raw.bytes.len() as u64,
+                },
+                delta,
+            ));
+        }
+        let doc_hi = doc_lo + news.len() as u32;
+        for (sig, doc) in mw.imatch_signatures(catalog)? {
+            news[(doc - doc_lo) as usize].1.imatch.push(sig);
+        }
+
+        // Match against everything, the new documents included (a small temporary segment).
+        let mut extra_tombs = roaring::RoaringBitmap::new();
+        extra_tombs.extend(replaced.iter().map(|(d, _)| *d));
+        let tmp = tempfile::tempdir_in(self.tmp_dir()).map_err(|e| Error::io(self.tmp_dir(), e))?;
+        let delta_docs: Vec<(u32, DeltaDoc)> = news
+            .iter()
+            .enumerate()
+            .map(|(i, (_, d))| (doc_lo + i as u32, d.clone()))
+            .collect();
+        let view = if news.is_empty() {
+            let none = crate::store::SegmentEntry {
+                id: 0,
+                file: String::new(),
+                doc_lo,
+                doc_hi,
+                bytes: 0,
+                keys: 0,
+                postings: 0,
+            };
+            self.view
+                .with_new_segment(tmp.path(), none, &[], &extra_tombs)?
+        } else {
+            let entry = write_delta_segment(tmp.path(), "add.ndds", &delta_docs, &m_opts, catalog)?;
+            let sizes: Vec<u32> = news.iter().map(|(r, _)| r.features).collect();
+            self.view
+                .with_new_segment(&tmp.path().join("add.ndds"), entry, &sizes, &extra_tombs)?
+        };
+        let threshold = self.options().cluster_threshold()?;
+        let cfg = PairsConfig {
+            max_df: self.options().max_df,
+            ..PairsConfig::new(fp_opts.sample, threshold)
+        };
+        let (pairs, _) = collect_pairs(&view, &cfg, doc_lo..doc_hi, doc_lo)?;
+        s.near_duplicate_pairs = pairs.len() as u64;
+
+        // One synced write: catalog records, delta entries, clusters, batch record.
+        let mut wb = catalog.batch_writer();
+        let replaced_ids: Vec<u32> = replaced.iter().map(|(d, _)| *d).collect();
+        let overlay = super::delete::recluster_replaced(
+            catalog,
+            &view,
+            fp_opts.sample,
+            threshold,
+            &mut wb,
+            &replaced_ids,
+        )?;
+        let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
+        let clusters = cluster::apply_edges_over(catalog, &overlay, &mut wb, &edges, doc_lo)?;
+        drop(view);
+        for (doc, (rec, delta)) in delta_docs.iter().map(|(d, _)| *d).zip(&news) {
+            wb.put_doc(doc, rec);
+            wb.put_key(&rec.key, doc);
+            wb.put_delta(doc, delta);
+            if digests.get(&rec.digest) == Some(&doc)
+                && catalog.doc_by_digest(&rec.digest)?.is_none()
+            {
+                wb.put_digest(&rec.digest, doc);
+            }
+        }
+        for (old, rec) in &replaced {
+            wb.put_tombstone(*old);
+            if catalog.doc_by_digest(&rec.digest)? == Some(*old) {
+                wb.delete_digest(&rec.digest);
+            }
+        }
+        let mut manifest = catalog.manifest()?;
+        manifest.generation += 1;
+        wb.put_meta_json(META_MANIFEST, &manifest);
+        wb.put_next_doc(doc_hi);
+        s.added = news.len() as u64 - s.replaced;
+        let record = BatchRecord {
+            name: name.clone(),
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            doc_lo,
+            doc_hi,
+            added: s.added,
+            replaced: s.replaced,
+            unchanged: s.unchanged,
+            errors: s.errors,
+            segment: None,
+        };
+        wb.put_batch(batch_id, &name, &record);
+        mw.stage(catalog, &mut wb)?;
+        catalog.commit(wb)?;
+        drop(tmp);
+        self.reload_view()?;
+
+        // Reports (cluster ids and partners are final now).
+        let mut best: HashMap<u32, (u32, f64)> = HashMap::new();
+        for p in &pairs {
+            for (x, y) in [(p.a, p.b), (p.b, p.a)] {
+                if x >= doc_lo {
+                    let e = best.entry(x).or_insert((y, -1.0));
+                    if p.m.resemblance > e.1 || (p.m.resemblance == e.1 && y < e.0) {
+                        *e = (y, p.m.resemblance);
+                    }
+                }
+            }
+        }
+        let key_of = |d: u32| -> Result<String> {
+            if d >= doc_lo {
+                Ok(news[(d - doc_lo) as usize].0.key.clone())
+            } else {
+                Ok(self.catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
+            }
+        };
+        for mut r in reports {
+            if let (Some(doc), true) = (
+                r.doc,
+                matches!(r.status, DocStatus::New | DocStatus::Replaced),
+            ) {
+                if let Some(&e) = exact_of.get(&doc) {
+                    r.exact_duplicate_of = Some(key_of(e)?);
+                }
+                if let Some(&(y, res)) = best.get(&doc) {
+                    r.near_duplicate = Some(NearDup {
+                        key: key_of(y)?,
+                        doc: y,
+                        resemblance: res,
+                    });
+                }
+                r.cluster = Some(clusters.get(&doc).copied().unwrap_or(doc));
+            }
+            report(&r)?;
+        }
+
+        // Fold when the delta has grown past its size.
+        let delta = self.catalog.delta_docs()?;
+        let bytes: u64 = delta.iter().map(|(_, d)| d.features.len() as u64 * 8).sum();
+        if delta.len() as u64 >= opts.fold_docs || bytes >= opts.fold_bytes {
+            s.folded = Some(self.fold_delta()?);
+            s.delta_docs = 0;
+        } else {
+            s.delta_docs = delta.len() as u64;
+        }
+        s.seconds = started.elapsed().as_secs_f64();
+        Ok(s)
+    }
+}
+
+fn doc_report(key: String, status: DocStatus, doc: u32) -> DocReport {
+    DocReport {
+        key,
+        status,
+        doc: Some(doc),
+        error: None,
+        origin: None,
+        exact_duplicate_of: None,
+        near_duplicate: None,
+        cluster: None,
+    }
+}
+
+/// A rejected document: reported (the rest is added), or the whole call fails with `strict`.
+fn reject(
+    s: &mut AddSummary,
+    reports: &mut Vec<DocReport>,
+    strict: bool,
+    key: String,
+    origin: String,
+    reason: String,
+) -> Result<()> {
+    s.errors += 1;
+    if strict {
+        return Err(Error::Document {
+            key,
+            reason: format!("{reason} ({origin})"),
+        });
+    }
+    reports.push(DocReport {
+        key,
+        status: DocStatus::Error,
+        doc: None,
+        error: Some(reason),
+        origin: Some(origin),
+        exact_duplicate_of: None,
+        near_duplicate: None,
+        cluster: None,
+    });
+    Ok(())
+}
