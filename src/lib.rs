@@ -8,24 +8,46 @@
 //! pair and [`cluster`] keeps duplicate clusters. See ARCHITECTURE.md for the whole path.
 
 pub mod canonicalize;
+#[cfg(feature = "rocksdb")]
 pub mod cluster;
 pub mod error;
+pub mod failpoint;
 pub mod fingerprint;
+#[cfg(feature = "rocksdb")]
 pub mod index;
 pub mod input;
+#[cfg(feature = "rocksdb")]
 pub mod lifecycle;
+#[cfg(feature = "rocksdb")]
 pub mod method;
+#[cfg(feature = "rocksdb")]
 pub mod options;
+#[cfg(feature = "rocksdb")]
 pub mod pipeline;
+#[cfg(feature = "rocksdb")]
 pub mod query;
 pub mod segment;
 pub mod sort;
+#[cfg(feature = "rocksdb")]
 pub mod stats;
+#[cfg(feature = "rocksdb")]
 pub mod store;
+/// Without the `rocksdb` feature only the catalog's pure codecs are built (the fuzz targets in
+/// tools/fuzz use this, so a sanitizer build does not recompile RocksDB's C++).
+#[cfg(not(feature = "rocksdb"))]
+pub mod store {
+    pub mod manifest;
+    pub mod records;
+    pub use manifest::{Manifest, SegmentEntry};
+    pub use records::DocRecord;
+}
 pub mod threshold;
+#[cfg(feature = "rocksdb")]
 pub mod view;
 
 pub use error::{Error, Result};
+#[cfg(feature = "rocksdb")]
 pub use index::Index;
+#[cfg(feature = "rocksdb")]
 pub use options::{CreateOptions, IndexOptions};
 pub use threshold::Threshold;

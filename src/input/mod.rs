@@ -7,6 +7,8 @@
 //! `InputItem::Bad` with a reason, and reading goes on with the next one.
 
 mod fs;
+#[doc(hidden)]
+pub mod fuzz;
 mod jsonl;
 mod warc;
 

@@ -289,9 +289,11 @@ fn http_doc(block: Vec<u8>, key: String, origin: String, max: u64) -> InputItem 
         return InputItem::bad(
             key,
             origin,
+            // At most 40 characters, not bytes: a byte cut could split a character (and
+            // panicked on such input before the WARC fuzz target found it).
             format!(
                 "not an HTTP response: {:?}",
-                &status[..status.len().min(40)]
+                status.chars().take(40).collect::<String>()
             ),
         );
     }
@@ -384,6 +386,20 @@ fn decompress(body: &[u8], coding: &str, max: u64) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_http_status_line_with_multibyte_characters_is_a_clean_error() {
+        // Found by the `warc` fuzz target: the message cut the line at byte 40, inside a '€'.
+        let mut block = "€".repeat(20).into_bytes();
+        block.extend_from_slice(b"\r\n\r\n<p>body</p>");
+        match http_doc(block, "k".into(), "o".into(), 1 << 20) {
+            InputItem::Bad { reason, .. } => {
+                assert!(reason.starts_with("not an HTTP response"), "{reason}");
+                assert!(reason.contains(&"€".repeat(20)), "{reason}");
+            }
+            other => panic!("expected a bad item, got {other:?}"),
+        }
+    }
 
     #[test]
     fn dechunk_handles_extensions_and_truncation() {

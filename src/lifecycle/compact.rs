@@ -140,6 +140,10 @@ impl Index {
         let file = Manifest::file_name(id);
         let segs: Vec<&Segment> = inputs.iter().map(|s| s.seg.as_ref()).collect();
         let mut w = SegmentWriter::create(self.dir().join(SEGMENTS_DIR), &file)?;
+        // A failed merge (disk full, I/O error) must leave no file behind, not even until the
+        // next writer's open: the index stays exactly as it was.
+        let mut unpublished =
+            RemoveOnDrop(vec![w.tmp_path().to_path_buf(), self.segment_path(&file)]);
         let mut s = CompactSummary {
             merged: inputs.iter().map(|s| s.entry.file.clone()).collect(),
             bytes_before: inputs.iter().map(|s| s.entry.bytes).sum(),
@@ -264,6 +268,7 @@ impl Index {
             let _ = std::fs::remove_file(&new_path);
         }
         published?;
+        unpublished.0.clear();
         drop(inputs);
         drop(view);
         self.reload_view()?;
@@ -274,6 +279,17 @@ impl Index {
         }
         s.seconds = started.elapsed().as_secs_f64();
         Ok(s)
+    }
+}
+
+/// Files of a merged segment not (yet) published; removed when dropped.
+struct RemoveOnDrop(Vec<std::path::PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }
 

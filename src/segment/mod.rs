@@ -18,6 +18,8 @@
 
 mod block;
 mod format;
+#[doc(hidden)]
+pub mod fuzz;
 mod postings;
 mod reader;
 mod seek;

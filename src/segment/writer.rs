@@ -91,7 +91,11 @@ impl SegmentWriter {
             done: Vec::new(),
             poisoned: false,
         };
-        w.write(&encode_header())?;
+        if let Err(e) = w.write(&encode_header()) {
+            // The caller never got a writer, so it cannot clean up: leave nothing behind.
+            let _ = std::fs::remove_file(&w.tmp_path);
+            return Err(e);
+        }
         debug_assert_eq!(w.pos, HEADER_LEN as u64);
         Ok(w)
     }
@@ -242,7 +246,9 @@ impl SegmentWriter {
             .out
             .into_inner()
             .map_err(|e| Error::io(&tmp, e.into_error()))?;
-        file.sync_all().at(&tmp)?;
+        crate::failpoint::check("segment.sync")
+            .and_then(|()| file.sync_all())
+            .at(&tmp)?;
         drop(file);
         std::fs::rename(&tmp, &self.final_path).at(&self.final_path)?;
         sync_dir(&self.dir)?;
@@ -258,7 +264,9 @@ impl SegmentWriter {
     fn flush_block(&mut self) -> Result<()> {
         let offset = self.pos;
         let expected = self.block.encoded_len();
-        let written = match self.block.write_to(&mut self.out) {
+        let written = match crate::failpoint::check("segment.write")
+            .and_then(|()| self.block.write_to(&mut self.out))
+        {
             Ok(w) => w,
             Err(e) => {
                 self.poisoned = true;
@@ -280,7 +288,9 @@ impl SegmentWriter {
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        if let Err(e) = self.out.write_all(bytes) {
+        if let Err(e) =
+            crate::failpoint::check("segment.write").and_then(|()| self.out.write_all(bytes))
+        {
             self.poisoned = true;
             return Err(Error::io(&self.tmp_path, e));
         }

@@ -13,6 +13,8 @@
 //! reading, which it hands back to the kernel as it goes.
 
 mod cursor;
+#[doc(hidden)]
+pub mod fuzz;
 mod merge;
 mod record;
 mod run;

@@ -144,6 +144,7 @@ impl<R: Record> RunWriter<R> {
         LE::write_u32(&mut head[0..4], self.block.len() as u32);
         LE::write_u32(&mut head[4..8], self.in_block);
         LE::write_u32(&mut head[8..12], crc);
+        crate::failpoint::check("run.write").at(self.file.path())?;
         self.out.write_all(&head).at(self.file.path())?;
         self.out.write_all(&self.block).at(self.file.path())?;
         let mut entry = [0u8; INDEX_ENTRY_LEN];
