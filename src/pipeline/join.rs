@@ -289,11 +289,13 @@ pub fn join_pairs(
         if chunk.len() >= VERIFY_CHUNK && chunk.last().is_some_and(|l| l.a != c.a) {
             stats.candidates += verify_chunk(&chunk, &mut found)?;
             chunk.clear();
+            release_all(view);
         }
         chunk.push(c);
     }
     stats.candidates += verify_chunk(&chunk, &mut found)?;
     drop(chunk);
+    release_all(view);
     let found = found.finish()?;
     stats.runs_spilled += found.stats().runs_spilled;
 
@@ -316,6 +318,15 @@ pub fn join_pairs(
         emit(&block)?;
     }
     Ok(stats)
+}
+
+/// Hands every segment's mapped pages back to the kernel (they stay in the page cache): the
+/// verification reads forward lists all over the old segments, and without this the process
+/// would count every page it ever touched as resident.
+fn release_all(view: &View) {
+    for s in &view.segments {
+        s.seg.release(0, s.seg.len_bytes());
+    }
 }
 
 #[cfg(test)]

@@ -119,6 +119,37 @@ impl Segment {
         }
     }
 
+    /// Drops this process's mapping of the bytes `[from, to)` (rounded inward to pages) from
+    /// its resident set. The file is mapped shared and read-only, so this only unmaps pages:
+    /// a later read of them (by any thread) faults them back in from the page cache, with the
+    /// same bytes. Sequential scans call it behind them so that `ingest`, `pairs` and `compact`
+    /// do not count the whole index as resident; page-cache reuse is untouched.
+    pub fn release(&self, from: u64, to: u64) {
+        const PAGE: u64 = 4096;
+        let (from, to) = (from.div_ceil(PAGE) * PAGE, (to / PAGE) * PAGE);
+        let to = to.min(self.map.len() as u64);
+        if to <= from {
+            return;
+        }
+        #[cfg(unix)]
+        // SAFETY: a shared read-only file mapping; MADV_DONTNEED cannot change its contents
+        // (see above), so outstanding borrows keep reading the same bytes.
+        let _ = unsafe {
+            self.map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                from as usize,
+                (to - from) as usize,
+            )
+        };
+    }
+
+    /// Offset of block `bi` of `t` (the file length past the last block).
+    pub(super) fn block_offset(&self, t: &Table, bi: usize) -> u64 {
+        t.blocks
+            .get(bi)
+            .map_or(self.map.len() as u64, |b| b.offset)
+    }
+
     /// The value stored under `key` in `table`. An absent table reads as empty.
     #[inline]
     pub fn get(&self, table: u32, key: u64) -> Result<Option<&[u8]>> {
@@ -171,6 +202,7 @@ impl Segment {
             pos: 0,
             lo,
             hi,
+            released: 0,
         }
     }
 
@@ -270,6 +302,8 @@ pub struct Entries<'a> {
     pos: usize,
     lo: u64,
     hi: u64,
+    /// Bytes before this offset were handed back to the kernel.
+    released: u64,
 }
 
 impl<'a> Iterator for Entries<'a> {
@@ -294,6 +328,12 @@ impl<'a> Iterator for Entries<'a> {
                 }
                 self.view = None;
                 self.block += 1;
+                // A long scan (compaction reads whole tables) hands passed blocks back.
+                let here = self.seg.block_offset(t, self.block);
+                if here >= self.released + (1 << 20) {
+                    self.seg.release(self.released.max(self.seg.block_offset(t, 0)), here);
+                    self.released = here;
+                }
             }
             match t.blocks.get(self.block) {
                 Some(b) if b.first_key <= self.hi => {}

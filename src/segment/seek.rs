@@ -19,9 +19,14 @@ pub struct Seeker<'a> {
     block: usize,
     view: Option<BlockView<'a>>,
     last: Option<u64>,
+    /// Everything before this file offset has been handed back (see [`Segment::release`]).
+    released: u64,
     /// Blocks loaded so far (each at most once).
     pub blocks_read: u64,
 }
+
+/// The cursor hands the blocks it has passed back to the kernel in steps of this size.
+const RELEASE_STEP: u64 = 1 << 20;
 
 impl Segment {
     /// A forward-only cursor over `table` (an absent table finds nothing).
@@ -32,6 +37,7 @@ impl Segment {
             block: 0,
             view: None,
             last: None,
+            released: 0,
             blocks_read: 0,
         }
     }
@@ -57,6 +63,14 @@ impl<'a> Seeker<'a> {
         if skip > 0 || self.view.is_none() {
             self.block += skip;
             self.view = None;
+            let here = self.seg.block_offset(t, self.block);
+            if here >= self.released + RELEASE_STEP {
+                if self.released == 0 {
+                    self.released = self.seg.block_offset(t, 0);
+                }
+                self.seg.release(self.released, here);
+                self.released = here;
+            }
             match t.blocks.get(self.block) {
                 Some(b) if b.first_key <= key => {}
                 Some(_) => return Ok(None), // key falls between two blocks
