@@ -11,6 +11,7 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod cli_eval;
 mod cli_lifecycle;
 
 use clap::{Args, Parser, Subcommand};
@@ -51,6 +52,8 @@ enum Cmd {
     Verify(cli_lifecycle::VerifyArgs),
     /// Precision, recall and F1 of each method against a truth file (pairs or labels).
     Eval(EvalArgs),
+    /// Smallest adaptive sampling ratio per size group reaching a precision target.
+    Tune(cli_eval::TuneArgs),
 }
 
 #[derive(Args)]
@@ -79,9 +82,13 @@ struct IngestArgs {
     /// Creation option: the N-character shingles started at every word (e.g. 64).
     #[arg(long, value_name = "N")]
     shingle_chars: Option<u32>,
-    /// Creation option: all | mod:M | minhash:K | bottomk:K (default all).
+    /// Creation option: all | mod:M | minhash:K | bottomk:K | adaptive[:GROUPS] (default all).
     #[arg(long, value_name = "S")]
     sample: Option<Sample>,
+    /// Creation option with `--sample adaptive`: size groups and their moduli, by distinct
+    /// shingles, e.g. "0-300:1,300-1000:4,1000-:16" (the default).
+    #[arg(long, value_name = "GROUPS")]
+    size_groups: Option<ndd_index::fingerprint::adaptive::SizeGroups>,
     /// Creation option: resemblance threshold of the clusters kept at ingest (default 0.8).
     #[arg(long, value_name = "T")]
     cluster_threshold: Option<Threshold>,
@@ -240,6 +247,7 @@ fn main() -> ExitCode {
         Cmd::Compact(a) => cli_lifecycle::compact(a),
         Cmd::Verify(a) => cli_lifecycle::verify(a),
         Cmd::Eval(a) => eval(a),
+        Cmd::Tune(a) => cli_eval::tune(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -274,9 +282,10 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
     if let Some(s) = &a.sample {
         s.validate()?;
     }
+    let sample = ndd_index::fingerprint::adaptive::with_groups(a.sample, a.size_groups)?;
     let create = CreateOptions {
         shingle,
-        sample: a.sample,
+        sample,
         cluster_threshold: a.cluster_threshold,
         methods: MethodArgs {
             methods: a.methods.methods,
@@ -706,6 +715,10 @@ fn eval(a: EvalArgs) -> Result<(), Error> {
     } else {
         a.method.clone()
     };
+    let warning = cli_eval::unmatched_warning(&index, &truth)?;
+    if let Some(w) = &warning {
+        eprintln!("warning: {w}");
+    }
     let (rows, skipped) = method::eval::evaluate(&index, &truth, &methods, &a.thresholds)?;
     let mut out = io::stdout().lock();
     if a.ix.json {
@@ -713,7 +726,10 @@ fn eval(a: EvalArgs) -> Result<(), Error> {
             .iter()
             .map(|(m, why)| serde_json::json!({"method": m, "reason": why}))
             .collect();
-        let v = serde_json::json!({"rows": rows, "skipped": skipped});
+        let mut v = serde_json::json!({"rows": rows, "skipped": skipped});
+        if let Some(w) = warning {
+            v["warning"] = serde_json::json!(w);
+        }
         writeln!(out, "{v}").map_err(stdout_err)?;
         return Ok(());
     }
@@ -746,6 +762,7 @@ fn eval(a: EvalArgs) -> Result<(), Error> {
     for (m, why) in &skipped {
         writeln!(out, "# {m} skipped: {why}").map_err(stdout_err)?;
     }
+    cli_eval::print_size_groups(&mut out, &rows)?;
     Ok(())
 }
 

@@ -21,6 +21,7 @@ pub mod imatch;
 pub mod options;
 pub mod query;
 pub mod simhash;
+pub mod tune;
 pub mod writer;
 
 #[cfg(test)]
