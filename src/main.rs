@@ -150,6 +150,10 @@ struct MethodCreateArgs {
     /// Creation option: I-Match term filter idf-l-P | doc-l-P (default idf-l-10).
     #[arg(long, value_name = "F")]
     imatch_filter: Option<ImatchFilter>,
+    /// Creation option: simhash token weights tf | idf (default tf; idf uses the frozen
+    /// lexicon of the I-Match statistics).
+    #[arg(long, value_name = "W")]
+    simhash_weight: Option<method::SimhashWeight>,
 }
 
 #[derive(Args)]
@@ -295,6 +299,7 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
             supershingle: a.methods.supershingle,
             b_agree: a.methods.b_agree,
             imatch_filter: a.methods.imatch_filter,
+            simhash_weight: a.methods.simhash_weight,
         }
         .resolve()?,
         max_df: a.max_df,
@@ -678,6 +683,7 @@ fn stats(a: StatsArgs) -> Result<(), Error> {
         out,
         "index {}\n  documents {} (deleted {}), batches {}, clusters {} ({} docs)\n  \
          options: shingle {}, sample {}, cluster threshold {}\n  \
+         methods: {}\n  \
          bytes: postings {}, forward {}, segments {}, catalog {}, total {} ({:.0} per document)",
         a.ix.index.display(),
         s.documents,
@@ -688,6 +694,7 @@ fn stats(a: StatsArgs) -> Result<(), Error> {
         o.shingle,
         o.sample,
         o.cluster_threshold,
+        o.methods.describe(),
         s.bytes.postings,
         s.bytes.forward,
         s.bytes.segments_total,

@@ -153,6 +153,33 @@ impl BatchTerms {
         self.docs.push((doc, terms));
     }
 
+    /// The lexicon this batch's signatures use: the stored one, or one frozen from this
+    /// batch when the index has none (None for an empty batch, which must not freeze an empty
+    /// lexicon).
+    pub fn lexicon(&mut self, catalog: &Catalog) -> Result<Option<Lexicon>> {
+        if let Some(l) = &self.frozen {
+            return Ok(Some(l.clone()));
+        }
+        if let Some(l) = Lexicon::load(catalog)? {
+            return Ok(Some(l));
+        }
+        if self.docs.is_empty() {
+            return Ok(None);
+        }
+        let l = Lexicon {
+            epoch: 1,
+            docs: self.docs.len() as u64,
+            df: self.df.iter().map(|(&t, &d)| (t, d)).collect(),
+        };
+        self.frozen = Some(l.clone());
+        Ok(Some(l))
+    }
+
+    /// The batch's documents and their sorted unique terms.
+    pub fn docs(&self) -> &[(u32, Vec<u64>)] {
+        &self.docs
+    }
+
     /// (signature, doc) of every document of the batch, sorted; freezes the lexicon from
     /// this batch when the index has none yet.
     pub fn signatures(
@@ -160,20 +187,8 @@ impl BatchTerms {
         catalog: &Catalog,
         filter: ImatchFilter,
     ) -> Result<Vec<(u64, u32)>> {
-        if self.docs.is_empty() {
-            return Ok(Vec::new()); // an empty batch must not freeze an empty lexicon
-        }
-        let lex = match Lexicon::load(catalog)? {
-            Some(l) => l,
-            None => {
-                let l = Lexicon {
-                    epoch: 1,
-                    docs: self.docs.len() as u64,
-                    df: self.df.iter().map(|(&t, &d)| (t, d)).collect(),
-                };
-                self.frozen = Some(l.clone());
-                l
-            }
+        let Some(lex) = self.lexicon(catalog)? else {
+            return Ok(Vec::new());
         };
         let mut v: Vec<(u64, u32)> = self
             .docs

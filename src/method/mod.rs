@@ -17,6 +17,7 @@
 pub mod dsc;
 pub mod eval;
 pub mod exact;
+pub mod idf_simhash;
 pub mod imatch;
 pub mod options;
 pub mod query;
@@ -40,6 +41,7 @@ use crate::view::View;
 
 pub use options::{
     DscOptions, ImatchFilter, ImatchOptions, MethodArgs, MethodOptions, SimhashOptions,
+    SimhashWeight,
 };
 
 /// A near-duplicate method.

@@ -69,7 +69,22 @@ impl Index {
                 }
                 Method::Simhash => {
                     let tables = mo.simhash_tables()?;
-                    for (d, h) in simhash::query(view, &tables, fp.simhash)? {
+                    // idf weights: the lexicon the stored simhashes used (none yet: the
+                    // index is empty and nothing can be found).
+                    let q = if mo
+                        .simhash
+                        .is_some_and(|s| s.weight == super::SimhashWeight::Idf)
+                    {
+                        imatch::Lexicon::load(self.catalog())?
+                            .map(|lex| super::idf_simhash::simhash(&lex, &x.terms))
+                    } else {
+                        Some(fp.simhash)
+                    };
+                    let found = match q {
+                        Some(q) => simhash::query(view, &tables, q)?,
+                        None => Vec::new(),
+                    };
+                    for (d, h) in found {
                         let s = simhash::similarity(h);
                         if threshold.is_none_or(|t| s >= t.as_f64()) {
                             hits.push(MethodHit {

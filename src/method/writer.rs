@@ -14,7 +14,7 @@ use crate::fingerprint::{
 use crate::segment::{self, simhash_table, SegmentWriter};
 use crate::store::{Catalog, CatalogBatch};
 
-use super::{dsc, imatch, simhash as msim, MethodOptions};
+use super::{dsc, imatch, simhash as msim, MethodOptions, SimhashWeight};
 
 /// What the methods need from one document, computed next to its fingerprint.
 #[derive(Clone, Debug, Default)]
@@ -56,7 +56,7 @@ pub fn extras(
     if mo.sim384 {
         x.sim384 = Some(simhash::simhash384(text));
     }
-    if mo.imatch.is_some() {
+    if mo.needs_terms() {
         let mut t: Vec<u64> = fingerprint::words(text).map(hash::word_hash).collect();
         t.sort_unstable();
         t.dedup();
@@ -98,13 +98,29 @@ impl MethodWriter {
         if let Some(s) = x.sim384 {
             self.sim384.push((doc, s));
         }
-        if self.opts.imatch.is_some() {
+        if self.opts.needs_terms() {
             self.terms.add(doc, x.terms);
         }
     }
 
     /// Writes the enabled methods' tables into the batch's segment.
     pub fn write_tables(&mut self, w: &mut SegmentWriter, catalog: &Catalog) -> Result<()> {
+        if self
+            .opts
+            .simhash
+            .is_some_and(|s| s.weight == SimhashWeight::Idf)
+        {
+            // Replace the tf simhashes by idf-weighted ones over the (frozen) lexicon; the
+            // terms were collected for every document with words, in the same order.
+            if let Some(lex) = self.terms.lexicon(catalog)? {
+                self.simhashes = self
+                    .terms
+                    .docs()
+                    .iter()
+                    .map(|(d, t)| (*d, super::idf_simhash::simhash(&lex, t)))
+                    .collect();
+            }
+        }
         if self.opts.simhash.is_some() {
             let tables = self.opts.simhash_tables()?;
             for t in 0..tables.tables() {
@@ -132,7 +148,7 @@ impl MethodWriter {
 
     /// Stages the catalog part (I-Match statistics) into the publishing write.
     pub fn stage(&self, catalog: &Catalog, wb: &mut CatalogBatch<'_>) -> Result<()> {
-        if self.opts.imatch.is_some() {
+        if self.opts.needs_terms() {
             self.terms.stage(catalog, wb)?;
         }
         Ok(())
