@@ -80,6 +80,10 @@ pub struct DscOptions {
     pub minhash: u32,
     pub supershingle: u32,
     pub min_agree: u32,
+    /// Also store the MEGASHINGLES table (Fetterly et al.; the megashingle method). Absent in
+    /// records written before it existed: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub megashingles: bool,
 }
 
 impl Default for DscOptions {
@@ -89,6 +93,7 @@ impl Default for DscOptions {
             minhash: 84,
             supershingle: 14,
             min_agree: 2,
+            megashingles: false,
         }
     }
 }
@@ -253,9 +258,15 @@ impl MethodOptions {
                 "dsc-ss (minhash {}, supershingle {}, agree {})",
                 d.minhash, d.supershingle, d.min_agree
             ));
+            if d.megashingles {
+                v.push("megashingle".to_string());
+            }
         }
         if self.sim384 && self.dsc.is_some() {
             v.push("combined".to_string());
+        }
+        if self.sim384 {
+            v.push("c-sim".to_string());
         }
         if let Some(i) = &self.imatch {
             v.push(format!("imatch ({})", i.filter));
@@ -272,6 +283,13 @@ impl MethodOptions {
 
     pub fn dsc(&self) -> Result<DscOptions> {
         self.dsc.ok_or_else(|| not_stored("dsc-ss", "dsc-ss"))
+    }
+
+    pub fn require_megashingles(&self) -> Result<DscOptions> {
+        match self.dsc {
+            Some(d) if d.megashingles => Ok(d),
+            _ => Err(not_stored("megashingle", "megashingle")),
+        }
     }
 
     pub fn require_sim384(&self) -> Result<()> {
@@ -304,8 +322,8 @@ impl MethodOptions {
         let has = |m| list.contains(&m);
         MethodOptions {
             simhash: has(Simhash).then_some(simhash),
-            dsc: (has(DscSs) || has(Combined)).then_some(dsc),
-            sim384: has(Combined),
+            dsc: (has(DscSs) || has(Combined) || has(Megashingle)).then_some(dsc),
+            sim384: has(Combined) || has(CSim),
             imatch: has(Imatch).then_some(imatch),
         }
     }
@@ -365,6 +383,7 @@ impl MethodArgs {
                 minhash: self.minhash.unwrap_or(dd.minhash),
                 supershingle: self.supershingle.unwrap_or(dd.supershingle),
                 min_agree: self.b_agree.unwrap_or(dd.min_agree),
+                megashingles: list.contains(&super::Method::Megashingle),
             },
             ImatchOptions {
                 filter: self

@@ -136,6 +136,40 @@ impl Index {
                         }
                     }
                 }
+                Method::Megashingle => {
+                    mo.require_megashingles()?;
+                    let mine = crate::fingerprint::minhash::megashingles(&x.supers);
+                    let mut docs: Vec<u32> = Vec::new();
+                    for s in &view.segments {
+                        if s.entry.doc_hi <= s.entry.doc_lo {
+                            continue;
+                        }
+                        for &m in &mine {
+                            if let Some(list) = s.seg.get_postings(dsc::MEGASHINGLES, m)? {
+                                list.for_each(|d| {
+                                    if view.is_live(d) {
+                                        docs.push(d)
+                                    }
+                                });
+                            }
+                        }
+                    }
+                    docs.sort_unstable();
+                    docs.dedup();
+                    hits.extend(docs.into_iter().map(|d| hit(d, 1.0)));
+                }
+                Method::CSim => {
+                    mo.require_sim384()?;
+                    let t = threshold.map_or(DEFAULT_COMBINED_THRESHOLD, |t| t.as_f64());
+                    if let Some(q) = x.sim384 {
+                        for (d, h) in dsc::c_sim_query(view, &q, t)? {
+                            hits.push(MethodHit {
+                                hamming: Some(h),
+                                ..hit(d, 1.0 - h as f64 / 384.0)
+                            });
+                        }
+                    }
+                }
                 Method::Exact => {
                     for d in exact::query(self, &fp.digest)? {
                         hits.push(hit(d, 1.0));

@@ -70,6 +70,7 @@ pub struct MethodWriter {
     opts: MethodOptions,
     simhashes: Vec<(u32, u64)>,
     supers: Vec<(u64, u32)>,
+    megas: Vec<(u64, u32)>,
     sim384: Vec<(u32, [u64; 6])>,
     terms: imatch::BatchTerms,
 }
@@ -80,6 +81,7 @@ impl MethodWriter {
             opts: opts.clone(),
             simhashes: Vec::new(),
             supers: Vec::new(),
+            megas: Vec::new(),
             sim384: Vec::new(),
             terms: imatch::BatchTerms::default(),
         }
@@ -93,6 +95,10 @@ impl MethodWriter {
         }
         if self.opts.simhash.is_some() {
             self.simhashes.push((doc, fp.simhash));
+        }
+        if self.opts.dsc.is_some_and(|d| d.megashingles) {
+            let m = fingerprint::minhash::megashingles(&x.supers);
+            self.megas.extend(m.into_iter().map(|s| (s, doc)));
         }
         self.supers.extend(x.supers.iter().map(|&s| (s, doc)));
         if let Some(s) = x.sim384 {
@@ -131,6 +137,10 @@ impl MethodWriter {
         if self.opts.dsc.is_some() {
             self.supers.sort_unstable();
             write_postings(w, dsc::SUPERSHINGLES, &self.supers)?;
+        }
+        if self.opts.dsc.is_some_and(|d| d.megashingles) {
+            self.megas.sort_unstable();
+            write_postings(w, dsc::MEGASHINGLES, &self.megas)?;
         }
         if self.opts.sim384 {
             w.begin_table(dsc::SIM384)?;
