@@ -260,18 +260,22 @@ def adaptive(d, t1, uniform):
           "(size = distinct 5-word shingles of the pair's larger document; truth = exact "
           "Jaccard >= 0.8; the default groups 0-300, 300-1000, 1000-)")
     print()
+    # Uniform runs: every group at the run's own modulus (by_size_group reports the default
+    # table's moduli for them, which they do not use).
     runs = [(f"`{u}`", os.path.join(t1, u.replace(":", "-") + ".eval.json"),
-             os.path.join(t1, u.replace(":", "-") + ".stats.json")) for u in uniform]
+             os.path.join(t1, u.replace(":", "-") + ".stats.json"),
+             1 if u == "all" else int(u.split(":")[1])) for u in uniform]
     runs.append(("`adaptive` (default table)", os.path.join(d, "default.eval.json"),
-                 os.path.join(d, "default.stats.json")))
+                 os.path.join(d, "default.stats.json"), None))
     runs.append((f"`adaptive:{tuned['table']}` (tuned, P >= {tuned['precision_target']})",
-                 os.path.join(d, "tuned.eval.json"), os.path.join(d, "tuned.stats.json")))
+                 os.path.join(d, "tuned.eval.json"), os.path.join(d, "tuned.stats.json"), None))
     rows = []
-    for name, ev, st in runs:
+    for name, ev, st, m in runs:
         r = rows_of(load(ev), "shingle", 0.8)[0]
         mib = load(st)["bytes"]["total"] / 2**20
         for g in r["by_size_group"]:
-            rows.append([name, g["group"], g["modulus"], n(g["documents"]), n(g["found"]),
+            mod = g["modulus"] if m is None else m
+            rows.append([name, g["group"], mod, n(g["documents"]), n(g["found"]),
                          n(g["positives"]), f3(g["precision"]), f3(g["recall"])])
         rows.append([name, "all", "", "", n(r["found"]), n(r["positives"]),
                      f3(r["precision"]), f3(r["recall"]) + f" ({mib:.1f} MiB)"])
