@@ -150,6 +150,10 @@ struct MethodCreateArgs {
     /// Creation option: I-Match term filter idf-l-P | doc-l-P (default idf-l-10).
     #[arg(long, value_name = "F")]
     imatch_filter: Option<ImatchFilter>,
+    /// Creation option: freeze the I-Match lexicon (idf statistics) from the documents at
+    /// PATH, a reference collection, instead of from the first batch.
+    #[arg(long, value_name = "PATH")]
+    imatch_lexicon: Option<PathBuf>,
     /// Creation option: simhash token weights tf | idf (default tf; idf uses the frozen
     /// lexicon of the I-Match statistics).
     #[arg(long, value_name = "W")]
@@ -305,6 +309,9 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
         max_df: a.max_df,
     };
     let mut index = Index::open_writer(&a.ix.index, &create)?;
+    if let Some(p) = &a.methods.imatch_lexicon {
+        method::imatch_reference::freeze_from(&index, vec![p.clone()])?;
+    }
     let opts = IngestOptions {
         batch: a.batch,
         input: InputOptions {

@@ -50,6 +50,25 @@ struct LexiconRecord {
     epoch: u32,
     docs: u64,
     terms: u64,
+    /// "reference" when frozen from `--imatch-lexicon`; absent: from the first batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+}
+
+/// Stages a frozen lexicon (its `imatch/lex/` entries and `imatch/lexicon` record).
+pub(crate) fn stage_lexicon(l: &Lexicon, source: &str, wb: &mut CatalogBatch<'_>) {
+    for (&t, &d) in &l.df {
+        wb.put_meta_raw(&key(LEX_PREFIX, t), &d.to_le_bytes());
+    }
+    wb.put_meta_json(
+        LEXICON_KEY,
+        &LexiconRecord {
+            epoch: l.epoch,
+            docs: l.docs,
+            terms: l.df.len() as u64,
+            source: (source != "batch").then(|| source.to_string()),
+        },
+    );
 }
 
 fn key(prefix: &[u8], term: u64) -> Vec<u8> {
@@ -215,17 +234,7 @@ impl BatchTerms {
         };
         wb.put_meta_raw(DOCS_KEY, &(docs + self.docs.len() as u64).to_le_bytes());
         if let Some(l) = &self.frozen {
-            for (&t, &d) in &l.df {
-                wb.put_meta_raw(&key(LEX_PREFIX, t), &d.to_le_bytes());
-            }
-            wb.put_meta_json(
-                LEXICON_KEY,
-                &LexiconRecord {
-                    epoch: l.epoch,
-                    docs: l.docs,
-                    terms: l.df.len() as u64,
-                },
-            );
+            stage_lexicon(l, "batch", wb);
         }
         Ok(())
     }

@@ -19,6 +19,7 @@ pub mod eval;
 pub mod exact;
 pub mod idf_simhash;
 pub mod imatch;
+pub mod imatch_reference;
 pub mod options;
 pub mod query;
 pub mod simhash;
