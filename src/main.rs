@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod cli_add;
+mod cli_eval;
 mod cli_lifecycle;
 
 use clap::{Args, Parser, Subcommand};
@@ -54,6 +55,8 @@ enum Cmd {
     Verify(cli_lifecycle::VerifyArgs),
     /// Precision, recall and F1 of each method against a truth file (pairs or labels).
     Eval(EvalArgs),
+    /// Smallest adaptive sampling ratio per size group reaching a precision target.
+    Tune(cli_eval::TuneArgs),
 }
 
 #[derive(Args)]
@@ -82,9 +85,13 @@ struct IngestArgs {
     /// Creation option: the N-character shingles started at every word (e.g. 64).
     #[arg(long, value_name = "N")]
     shingle_chars: Option<u32>,
-    /// Creation option: all | mod:M | minhash:K | bottomk:K (default all).
+    /// Creation option: all | mod:M | minhash:K | bottomk:K | adaptive[:GROUPS] (default all).
     #[arg(long, value_name = "S")]
     sample: Option<Sample>,
+    /// Creation option with `--sample adaptive`: size groups and their moduli, by distinct
+    /// shingles, e.g. "0-300:1,300-1000:4,1000-:16" (the default).
+    #[arg(long, value_name = "GROUPS")]
+    size_groups: Option<ndd_index::fingerprint::adaptive::SizeGroups>,
     /// Creation option: resemblance threshold of the clusters kept at ingest (default 0.8).
     #[arg(long, value_name = "T")]
     cluster_threshold: Option<Threshold>,
@@ -151,6 +158,14 @@ struct MethodCreateArgs {
     /// Creation option: I-Match term filter idf-l-P | doc-l-P (default idf-l-10).
     #[arg(long, value_name = "F")]
     imatch_filter: Option<ImatchFilter>,
+    /// Creation option: freeze the I-Match lexicon (idf statistics) from the documents at
+    /// PATH, a reference collection, instead of from the first batch.
+    #[arg(long, value_name = "PATH")]
+    imatch_lexicon: Option<PathBuf>,
+    /// Creation option: simhash token weights tf | idf (default tf; idf uses the frozen
+    /// lexicon of the I-Match statistics).
+    #[arg(long, value_name = "W")]
+    simhash_weight: Option<method::SimhashWeight>,
 }
 
 #[derive(Args)]
@@ -255,6 +270,7 @@ fn main() -> ExitCode {
         Cmd::Compact(a) => cli_lifecycle::compact(a),
         Cmd::Verify(a) => cli_lifecycle::verify(a),
         Cmd::Eval(a) => eval(a),
+        Cmd::Tune(a) => cli_eval::tune(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -289,9 +305,10 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
     if let Some(s) = &a.sample {
         s.validate()?;
     }
+    let sample = ndd_index::fingerprint::adaptive::with_groups(a.sample, a.size_groups)?;
     let create = CreateOptions {
         shingle,
-        sample: a.sample,
+        sample,
         cluster_threshold: a.cluster_threshold,
         methods: MethodArgs {
             methods: a.methods.methods,
@@ -301,11 +318,15 @@ fn ingest(a: IngestArgs) -> Result<(), Error> {
             supershingle: a.methods.supershingle,
             b_agree: a.methods.b_agree,
             imatch_filter: a.methods.imatch_filter,
+            simhash_weight: a.methods.simhash_weight,
         }
         .resolve()?,
         max_df: a.max_df,
     };
     let mut index = Index::open_writer(&a.ix.index, &create)?;
+    if let Some(p) = &a.methods.imatch_lexicon {
+        method::imatch_reference::freeze_from(&index, vec![p.clone()])?;
+    }
     let opts = IngestOptions {
         batch: a.batch,
         input: InputOptions {
@@ -694,6 +715,7 @@ fn stats(a: StatsArgs) -> Result<(), Error> {
         out,
         "index {}\n  documents {} (deleted {}), batches {}, clusters {} ({} docs)\n  \
          options: shingle {}, sample {}, cluster threshold {}\n  \
+         methods: {}\n  \
          bytes: postings {}, forward {}, segments {}, catalog {}, total {} ({:.0} per document)",
         a.ix.index.display(),
         s.documents,
@@ -704,6 +726,7 @@ fn stats(a: StatsArgs) -> Result<(), Error> {
         o.shingle,
         o.sample,
         o.cluster_threshold,
+        o.methods.describe(),
         s.bytes.postings,
         s.bytes.forward,
         s.bytes.segments_total,
@@ -731,6 +754,10 @@ fn eval(a: EvalArgs) -> Result<(), Error> {
     } else {
         a.method.clone()
     };
+    let warning = cli_eval::unmatched_warning(&index, &truth)?;
+    if let Some(w) = &warning {
+        eprintln!("warning: {w}");
+    }
     let (rows, skipped) = method::eval::evaluate(&index, &truth, &methods, &a.thresholds)?;
     let mut out = io::stdout().lock();
     if a.ix.json {
@@ -738,7 +765,10 @@ fn eval(a: EvalArgs) -> Result<(), Error> {
             .iter()
             .map(|(m, why)| serde_json::json!({"method": m, "reason": why}))
             .collect();
-        let v = serde_json::json!({"rows": rows, "skipped": skipped});
+        let mut v = serde_json::json!({"rows": rows, "skipped": skipped});
+        if let Some(w) = warning {
+            v["warning"] = serde_json::json!(w);
+        }
         writeln!(out, "{v}").map_err(stdout_err)?;
         return Ok(());
     }
@@ -771,6 +801,7 @@ fn eval(a: EvalArgs) -> Result<(), Error> {
     for (m, why) in &skipped {
         writeln!(out, "# {m} skipped: {why}").map_err(stdout_err)?;
     }
+    cli_eval::print_size_groups(&mut out, &rows)?;
     Ok(())
 }
 

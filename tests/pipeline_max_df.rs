@@ -96,7 +96,10 @@ fn max_df_cuts_postings_and_keeps_planted_recall() {
     let (exact_p, s_exact_p) = pairs(&free, &["--matching", "probe"]);
     let (cut_p, s_cut_p) = pairs(&lim, &["--matching", "probe"]);
     assert_eq!(exact_p, exact, "probe and join find the same pairs");
-    assert_eq!(cut_p, cut, "probe and join find the same pairs under the limit");
+    assert_eq!(
+        cut_p, cut,
+        "probe and join find the same pairs under the limit"
+    );
     assert!(
         count(&s_cut_p, "postings_visited") * 2 < count(&s_exact_p, "postings_visited"),
         "the limit must cut postings visited"

@@ -105,6 +105,7 @@ mkdir -p "$OUT/t4"
 CS="0.85 0.90 0.95 0.98"
 for c in $CS; do
     "$NDD" pairs --index "$OUT/t4/idx" --method combined --threshold "$c" > "$OUT/t4/combined-$c.tsv"
+    "$NDD" pairs --index "$OUT/t4/idx" --method c-sim --threshold "$c" > "$OUT/t4/csim-$c.tsv"
 done
 python3 "$FMT" henzinger "$OUT/t4" "$TRUTH" "$MANIFEST" $CS
 
@@ -143,6 +144,38 @@ for n in $DFS; do
         > "$OUT/t6/pairs-$n.tsv" 2> "$OUT/t6/stats-$n.json"
 done
 python3 "$FMT" maxdf "$OUT/t6" "$TRUTH" "$MANIFEST" $DFS
+
+# ---- 7. Adaptive sampling and precision by size group (Ye et al.), llvm, T = 0.8 --------------
+log "7. adaptive sampling"
+mkdir -p "$OUT/t7"
+"$NDD" tune --index "$OUT/t1/idx-all" --truth "$TRUTH" --manifest "$MANIFEST" \
+    --precision-target 0.95 --json > "$OUT/t7/tune.json"
+TUNED=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['table'])" "$OUT/t7/tune.json")
+for run in default tuned; do
+    if [ "$run" = default ]; then G=(); else G=(--size-groups "$TUNED"); fi
+    "$NDD" ingest --index "$OUT/t7/idx-$run" --sample adaptive "${G[@]}" --methods shingle \
+        --json "$OUT/llvm" > /dev/null
+    "$NDD" stats --index "$OUT/t7/idx-$run" --json > "$OUT/t7/$run.stats.json"
+    "$NDD" eval --index "$OUT/t7/idx-$run" --truth "$TRUTH" --manifest "$MANIFEST" \
+        --method shingle --thresholds 0.8 --json > "$OUT/t7/$run.eval.json"
+    rm -rf "$OUT/t7/idx-$run"
+done
+python3 "$FMT" adaptive "$OUT/t7" "$OUT/t1" all mod:4 mod:16
+
+# ---- 8. tf- vs idf-weighted simhash, llvm, T = 0.8 ---------------------------------------------
+log "8. idf simhash"
+mkdir -p "$OUT/t8"
+KS="3:6 6:8"
+for kb in $KS; do
+    for w in tf idf; do
+        "$NDD" ingest --index "$OUT/t8/idx" --methods simhash --simhash-k "${kb%%:*}" \
+            --simhash-blocks "${kb##*:}" --simhash-weight "$w" --json "$OUT/llvm" > /dev/null
+        "$NDD" eval --index "$OUT/t8/idx" --truth "$TRUTH" --manifest "$MANIFEST" \
+            --method simhash --thresholds 0.8 --json > "$OUT/t8/$w-$kb.eval.json"
+        rm -rf "$OUT/t8/idx"
+    done
+done
+python3 "$FMT" idf-simhash "$OUT/t8" $KS
 
 END=$(date +%s.%N)
 echo "Whole script: $(python3 -c "print(f'{$END - $START:.0f}')") s."

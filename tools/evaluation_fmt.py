@@ -165,7 +165,9 @@ def henzinger(d, truth, manifest, cs):
     names = {"shingle": "shingle T=0.8 (exact)", "simhash": "simhash-64, k=3",
              "dsc-ss": "B: dsc-ss (2 of 6 supershingles)",
              "combined": "combined: B and C >= 355/384 (0.924)",
-             "imatch": "imatch (idf-l-10)", "exact": "exact"}
+             "imatch": "imatch (idf-l-10)", "exact": "exact",
+             "megashingle": "B via megashingles (share >= 1 of 15)",
+             "c-sim": "C alone: C >= 355/384 (0.924)"}
     for r in rows_of(ev, t=0.8):
         rows.append([names.get(r["method"], r["method"]), n(r["found"]), n(r["true_positives"]),
                      f3(r["precision"]), f3(r["recall"]), f3(r["f1"]),
@@ -176,6 +178,13 @@ def henzinger(d, truth, manifest, cs):
         rows.append([f"combined: B and C >= {c}", n(r["found"]), n(r["true_positives"]),
                      f3(r["precision"]), f3(r["recall"]), f3(r["f1"]),
                      f3(r["mean_abs_error"]), f3(r["correlation"])])
+    for c in cs:
+        p = os.path.join(d, f"csim-{c}.tsv")
+        if os.path.exists(p):
+            r = score(jac, p, 0.8)
+            rows.append([f"C alone: C >= {c}", n(r["found"]), n(r["true_positives"]),
+                         f3(r["precision"]), f3(r["recall"]), f3(r["f1"]),
+                         f3(r["mean_abs_error"]), f3(r["correlation"])])
     table(["method", "pairs", "true pairs", "P", "R", "F1", "mean abs error", "correlation"],
           rows)
     print(f"Ingest with `--methods all`: {o['seconds']:.1f} s.")
@@ -244,6 +253,52 @@ def maxdf(d, truth, manifest, dfs):
            "docs with probes cut short", "candidates", "pairs", "P", "R"], rows)
 
 
+def adaptive(d, t1, uniform):
+    """Ye et al.'s precision by document-size group: uniform MOD_m vs adaptive tables."""
+    tuned = load(os.path.join(d, "tune.json"))
+    print("**Table 7. Precision by document-size group (Ye et al.), llvm-docs, T = 0.8** "
+          "(size = distinct 5-word shingles of the pair's larger document; truth = exact "
+          "Jaccard >= 0.8; the default groups 0-300, 300-1000, 1000-)")
+    print()
+    # Uniform runs: every group at the run's own modulus (by_size_group reports the default
+    # table's moduli for them, which they do not use).
+    runs = [(f"`{u}`", os.path.join(t1, u.replace(":", "-") + ".eval.json"),
+             os.path.join(t1, u.replace(":", "-") + ".stats.json"),
+             1 if u == "all" else int(u.split(":")[1])) for u in uniform]
+    runs.append(("`adaptive` (default table)", os.path.join(d, "default.eval.json"),
+                 os.path.join(d, "default.stats.json"), None))
+    runs.append((f"`adaptive:{tuned['table']}` (tuned, P >= {tuned['precision_target']})",
+                 os.path.join(d, "tuned.eval.json"), os.path.join(d, "tuned.stats.json"), None))
+    rows = []
+    for name, ev, st, m in runs:
+        r = rows_of(load(ev), "shingle", 0.8)[0]
+        mib = load(st)["bytes"]["total"] / 2**20
+        for g in r["by_size_group"]:
+            mod = g["modulus"] if m is None else m
+            rows.append([name, g["group"], mod, n(g["documents"]), n(g["found"]),
+                         n(g["positives"]), f3(g["precision"]), f3(g["recall"])])
+        rows.append([name, "all", "", "", n(r["found"]), n(r["positives"]),
+                     f3(r["precision"]), f3(r["recall"]) + f" ({mib:.1f} MiB)"])
+    table(["sampling", "size group", "1 in m", "docs", "found", "positives", "P", "R"], rows)
+    print(f"`tune --precision-target {tuned['precision_target']}` on the `--sample all` index "
+          f"chose `{tuned['table']}`.")
+    print()
+
+
+def idf_simhash(d, ks):
+    print("**Table 8. tf- vs idf-weighted simhash, llvm-docs, T = 0.8** (`--methods simhash "
+          "--simhash-k k --simhash-blocks b --simhash-weight W`; truth = exact Jaccard >= 0.8)")
+    print()
+    rows = []
+    for kb in ks:
+        for w in ("tf", "idf"):
+            r = rows_of(load(os.path.join(d, f"{w}-{kb}.eval.json")), "simhash", 0.8)[0]
+            k, b = kb.split(":")
+            rows.append([w, k, b, n(r["found"]), n(r["true_positives"]), f3(r["precision"]),
+                         f3(r["recall"]), f3(r["f1"])])
+    table(["weight", "k", "blocks", "pairs", "true pairs", "P", "R", "F1"], rows)
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "sampling":
@@ -258,6 +313,10 @@ if __name__ == "__main__":
         imatch(args[0], args[1:])
     elif cmd == "imatch-filters":
         imatch_filters(args[0], args[1], args[2:])
+    elif cmd == "adaptive":
+        adaptive(args[0], args[1], args[2:])
+    elif cmd == "idf-simhash":
+        idf_simhash(args[0], args[1:])
     elif cmd == "maxdf":
         maxdf(args[0], args[1], args[2], args[3:])
     else:

@@ -8,8 +8,10 @@
 //! - [`sample`]: sampling a shingle set and comparing two samples exactly;
 //! - [`minhash`]: min-hash values, DSC-SS supershingles and megashingles;
 //! - [`simhash`]: Charikar's simhash (64 and 384 bits), Hamming distance;
-//! - [`manku`]: Manku et al.'s permuted tables for Hamming-distance search.
+//! - [`manku`]: Manku et al.'s permuted tables for Hamming-distance search;
+//! - [`adaptive`]: Ye et al.'s size-dependent sampling ratios.
 
+pub mod adaptive;
 pub mod hash;
 pub mod manku;
 pub mod minhash;
@@ -52,6 +54,8 @@ pub enum Sample {
     MinHash(u32),
     /// The K smallest shingle hashes (Broder's MIN_s / bottom-k sketch).
     BottomK(u32),
+    /// MOD_m with m chosen by the document's size group (Ye et al.; [`adaptive`]).
+    Adaptive(adaptive::SizeGroups),
 }
 
 /// Largest accepted parameters: beyond these a typo, not a design choice, is more likely,
@@ -76,7 +80,7 @@ impl Sample {
     /// Checks the parameter range (m >= 1, K in 1..=4096 for minhash, 1..=2^24 for bottomk).
     pub fn validate(&self) -> Result<()> {
         match *self {
-            Sample::All => Ok(()),
+            Sample::All | Sample::Adaptive(_) => Ok(()),
             Sample::Mod(m) => check_range("mod", m, u64::MAX),
             Sample::MinHash(k) => check_range("minhash", k as u64, MAX_MINHASH as u64),
             Sample::BottomK(k) => check_range("bottomk", k as u64, MAX_BOTTOMK as u64),
@@ -145,11 +149,19 @@ impl fmt::Display for ShingleKind {
 impl FromStr for Sample {
     type Err = Error;
 
-    /// Parses "all", "mod:M", "minhash:K" or "bottomk:K".
+    /// Parses "all", "mod:M", "minhash:K", "bottomk:K", "adaptive" (the default size groups)
+    /// or "adaptive:GROUPS" (see [`adaptive::SizeGroups`]).
     fn from_str(s: &str) -> Result<Self> {
+        let l = s.trim().to_ascii_lowercase();
+        if l == "adaptive" {
+            return Ok(Sample::Adaptive(adaptive::DEFAULT_SIZE_GROUPS.parse()?));
+        }
+        if let Some(groups) = l.strip_prefix("adaptive:") {
+            return Ok(Sample::Adaptive(groups.parse()?));
+        }
         let bad = || {
             Error::InvalidArgument(format!(
-                "invalid sampling {s:?} (expected all, mod:M, minhash:K or bottomk:K)"
+                "invalid sampling {s:?} (expected all, mod:M, minhash:K, bottomk:K or adaptive[:GROUPS])"
             ))
         };
         let sample = match parse_param(s, "sampling")? {
@@ -171,6 +183,7 @@ impl fmt::Display for Sample {
             Sample::Mod(m) => write!(f, "mod:{m}"),
             Sample::MinHash(k) => write!(f, "minhash:{k}"),
             Sample::BottomK(k) => write!(f, "bottomk:{k}"),
+            Sample::Adaptive(g) => write!(f, "adaptive:{g}"),
         }
     }
 }

@@ -65,6 +65,7 @@ impl Sample {
             Sample::Mod(m) => set.retain(|h| h % m == 0),
             Sample::MinHash(k) => return minhash::features(&minhash::minhash_values(&set, k)),
             Sample::BottomK(k) => set.truncate(k as usize),
+            Sample::Adaptive(g) => set = g.apply(set),
         }
         // Fingerprints are held in memory by the batch; don't keep the capacity of the
         // unsampled (or not yet deduplicated) shingle list.
@@ -99,6 +100,14 @@ impl Sample {
                 a_part: a.len() as u64,
             },
             Sample::BottomK(k) => bottom_k_counts(a, b, k as usize),
+            Sample::Adaptive(g) => {
+                let (inter, na, nb) = g.overlap(a, b);
+                Counts {
+                    inter,
+                    denom: na + nb - inter,
+                    a_part: na,
+                }
+            }
         }
     }
 
@@ -127,6 +136,7 @@ impl Sample {
             Sample::All | Sample::Mod(_) => ov.denom + ov.inter == (a_len + b_len) as u64,
             Sample::MinHash(k) => ov.denom == k as u64,
             Sample::BottomK(k) => ov.denom <= (k as u64).min((a_len + b_len) as u64),
+            Sample::Adaptive(_) => ov.denom + ov.inter <= (a_len + b_len) as u64,
         });
         t.admits(ov.inter, ov.denom)
     }
@@ -138,6 +148,8 @@ impl Sample {
     /// - MinHash(K): matches >= t·K, so ceil(t·K);
     /// - BottomK(K): |A∩B| >= |U∩A∩B| >= t·|U| and |U| = min(K, |A∪B|) >= min(K, n), so
     ///   ceil(t·min(K, n)); tight (B ⊆ A).
+    /// - Adaptive: 1 (a similar B shares at least one feature, as inter >= t·denom > 0), so
+    ///   every feature is probed: the comparison modulus depends on B, unknown before probing.
     ///
     /// The value can exceed n (MinHash with n < K, i.e. an empty document): then no B is
     /// similar and nothing needs probing; callers should use `(n + 1).saturating_sub(m)`.
@@ -148,6 +160,7 @@ impl Sample {
             Sample::All | Sample::Mod(_) => n as u64,
             Sample::MinHash(k) => k as u64,
             Sample::BottomK(k) => (n as u64).min(k as u64),
+            Sample::Adaptive(_) => return usize::from(t.as_f64() > 0.0),
         };
         usize::try_from(t.ceil_of(whole)).unwrap_or(usize::MAX)
     }
@@ -162,7 +175,7 @@ impl Sample {
                 lo,
                 usize::try_from(t.floor_div(n as u64)).unwrap_or(usize::MAX),
             ),
-            Sample::MinHash(_) | Sample::BottomK(_) => (lo, usize::MAX),
+            Sample::MinHash(_) | Sample::BottomK(_) | Sample::Adaptive(_) => (lo, usize::MAX),
         }
     }
 }
@@ -282,6 +295,7 @@ mod tests {
             (1u64..4).prop_map(Sample::Mod),
             (1u32..24).prop_map(Sample::MinHash),
             (1u32..24).prop_map(Sample::BottomK),
+            Just(Sample::Adaptive("0-10:1,10-20:2,20-:4".parse().unwrap())),
         ]
     }
 

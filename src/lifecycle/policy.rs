@@ -174,7 +174,10 @@ mod tests {
         let segs: Vec<_> = (1..=4).map(|i| seg(i, 40)).collect();
         assert_eq!(choose(&segs, &p), None);
         // The default cap leaves ordinary levels alone.
-        assert_eq!(choose(&segs, &MergePolicy::default()).map(|v| v.len()), Some(4));
+        assert_eq!(
+            choose(&segs, &MergePolicy::default()).map(|v| v.len()),
+            Some(4)
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::view::View;
 
 use super::{missing_table, segment_of, table_postings, DscOptions, MethodPair};
 
-pub use crate::segment::{SIM384, SUPERSHINGLES};
+pub use crate::segment::{MEGASHINGLES, SIM384, SUPERSHINGLES};
 
 /// The supershingles of a document from its full (unsampled) shingle set.
 pub fn supershingles(shingles: &[u64], o: &DscOptions) -> Vec<u64> {
@@ -119,6 +119,100 @@ pub fn combined_pairs(view: &View, o: DscOptions, t: f64) -> Result<Vec<MethodPa
         }
     }
     Ok(out)
+}
+
+/// Every pair of live documents sharing a megashingle (agreeing on >= 2 supershingles, up
+/// to hash collisions); similarity 1, `agree` = shared megashingles.
+pub fn megashingle_pairs(view: &View, _o: DscOptions) -> Result<Vec<MethodPair>> {
+    let entries = table_postings(view, MEGASHINGLES)?;
+    let mut counts: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut start = 0;
+    while start < entries.len() {
+        let key = entries[start].0;
+        let end = start + entries[start..].iter().take_while(|e| e.0 == key).count();
+        let run = &entries[start..end];
+        for (i, &(_, a)) in run.iter().enumerate() {
+            for &(_, b) in &run[i + 1..] {
+                *counts.entry((a.min(b), a.max(b))).or_insert(0) += 1;
+            }
+        }
+        start = end;
+    }
+    Ok(counts
+        .into_iter()
+        .map(|((a, b), c)| {
+            let mut p = MethodPair::new(a, b, 1.0);
+            p.agree = Some(c);
+            p
+        })
+        .collect())
+}
+
+/// Every live document's stored 384-bit simhash, by doc id.
+fn all_sim384(view: &View) -> Result<Vec<(u32, [u64; 6])>> {
+    let mut v = Vec::new();
+    for s in &view.segments {
+        if s.entry.doc_hi <= s.entry.doc_lo {
+            continue;
+        }
+        if !s.seg.contains_table(SIM384) {
+            return Err(missing_table(s.seg.path(), SIM384));
+        }
+        for item in s.seg.iter(SIM384) {
+            let (d, bytes) = item?;
+            let d = d as u32;
+            if !view.is_live(d) || segment_of(view, d).map(|x| x.path()) != Some(s.seg.path()) {
+                continue;
+            }
+            let x = decode_sim384(bytes).ok_or_else(|| {
+                Error::corrupt(
+                    s.seg.path(),
+                    0,
+                    format!("SIM384 value of {} bytes", bytes.len()),
+                )
+            })?;
+            v.push((d, x));
+        }
+    }
+    v.sort_unstable_by_key(|e| e.0);
+    v.dedup_by_key(|e| e.0);
+    Ok(v)
+}
+
+/// The C-only method: every pair of live documents whose C-similarity is >= `t`. There is no
+/// index for 384-bit Hamming search here: all pairs are compared (n²/2 popcounts of 6 words,
+/// parallel), fine for tens of thousands of documents.
+pub fn c_sim_pairs(view: &View, t: f64) -> Result<Vec<MethodPair>> {
+    use rayon::prelude::*;
+    let all = all_sim384(view)?;
+    Ok((0..all.len())
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let (a, x) = all[i];
+            all[i + 1..]
+                .iter()
+                .filter_map(move |&(b, y)| {
+                    let (c, h) = c_similarity(&x, &y);
+                    (c >= t).then(|| {
+                        let mut p = MethodPair::new(a, b, c);
+                        p.hamming = Some(h);
+                        p
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect())
+}
+
+/// Live documents whose C-similarity to `q` is >= `t`: (doc, hamming), by doc id.
+pub fn c_sim_query(view: &View, q: &[u64; 6], t: f64) -> Result<Vec<(u32, u32)>> {
+    Ok(all_sim384(view)?
+        .into_iter()
+        .filter_map(|(d, s)| {
+            let (c, h) = c_similarity(q, &s);
+            (c >= t).then_some((d, h))
+        })
+        .collect())
 }
 
 /// Live documents B-similar to a document with supershingles `supers`: (doc, agreements).

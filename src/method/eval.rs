@@ -154,6 +154,10 @@ pub struct EvalRow {
     pub found_ratio: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clusters_per_true_cluster: Option<f64>,
+    /// Pair truth: precision and recall by document-size group (Ye et al.), the pair's group
+    /// being that of its larger document (src/method/tune.rs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub by_size_group: Vec<super::tune::GroupScore>,
 }
 
 /// Evaluates `methods` at `thresholds` against `truth`. Methods whose data the index does not
@@ -164,13 +168,9 @@ pub fn evaluate(
     methods: &[Method],
     thresholds: &[Threshold],
 ) -> Result<(Vec<EvalRow>, Vec<(Method, String)>)> {
-    let mut keys = vec![String::new(); index.view().doc_ids() as usize];
-    for item in index.catalog().iter_docs() {
-        let (d, r) = item?;
-        if let Some(k) = keys.get_mut(d as usize) {
-            *k = r.key;
-        }
-    }
+    let docs = super::tune::Docs::load(index)?;
+    let keys = &docs.keys;
+    let groups = super::tune::index_groups(index)?;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     for &m in methods {
@@ -196,7 +196,13 @@ pub fn evaluate(
             if m != Method::Shingle && cached.is_none() {
                 cached = Some((found.clone(), secs));
             }
-            rows.push(score(m, t.as_f64(), &found, &keys, truth, index, secs));
+            let mut row = score(m, t.as_f64(), &found, keys, truth, index, secs);
+            if let Truth::Pairs(_) = truth {
+                let pos = docs.positives(truth, t.as_f64());
+                let found = found.iter().map(|p| (p.a, p.b));
+                row.by_size_group = super::tune::by_group(&docs, &groups, found, &pos);
+            }
+            rows.push(row);
         }
     }
     Ok((rows, skipped))
@@ -226,6 +232,7 @@ fn score(
         correlation: None,
         found_ratio: None,
         clusters_per_true_cluster: None,
+        by_size_group: Vec::new(),
     };
     match truth {
         Truth::Pairs(j) => {

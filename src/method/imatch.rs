@@ -50,6 +50,25 @@ struct LexiconRecord {
     epoch: u32,
     docs: u64,
     terms: u64,
+    /// "reference" when frozen from `--imatch-lexicon`; absent: from the first batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+}
+
+/// Stages a frozen lexicon (its `imatch/lex/` entries and `imatch/lexicon` record).
+pub(crate) fn stage_lexicon(l: &Lexicon, source: &str, wb: &mut CatalogBatch<'_>) {
+    for (&t, &d) in &l.df {
+        wb.put_meta_raw(&key(LEX_PREFIX, t), &d.to_le_bytes());
+    }
+    wb.put_meta_json(
+        LEXICON_KEY,
+        &LexiconRecord {
+            epoch: l.epoch,
+            docs: l.docs,
+            terms: l.df.len() as u64,
+            source: (source != "batch").then(|| source.to_string()),
+        },
+    );
 }
 
 fn key(prefix: &[u8], term: u64) -> Vec<u8> {
@@ -153,6 +172,33 @@ impl BatchTerms {
         self.docs.push((doc, terms));
     }
 
+    /// The lexicon this batch's signatures use: the stored one, or one frozen from this
+    /// batch when the index has none (None for an empty batch, which must not freeze an empty
+    /// lexicon).
+    pub fn lexicon(&mut self, catalog: &Catalog) -> Result<Option<Lexicon>> {
+        if let Some(l) = &self.frozen {
+            return Ok(Some(l.clone()));
+        }
+        if let Some(l) = Lexicon::load(catalog)? {
+            return Ok(Some(l));
+        }
+        if self.docs.is_empty() {
+            return Ok(None);
+        }
+        let l = Lexicon {
+            epoch: 1,
+            docs: self.docs.len() as u64,
+            df: self.df.iter().map(|(&t, &d)| (t, d)).collect(),
+        };
+        self.frozen = Some(l.clone());
+        Ok(Some(l))
+    }
+
+    /// The batch's documents and their sorted unique terms.
+    pub fn docs(&self) -> &[(u32, Vec<u64>)] {
+        &self.docs
+    }
+
     /// (signature, doc) of every document of the batch, sorted; freezes the lexicon from
     /// this batch when the index has none yet.
     pub fn signatures(
@@ -160,20 +206,8 @@ impl BatchTerms {
         catalog: &Catalog,
         filter: ImatchFilter,
     ) -> Result<Vec<(u64, u32)>> {
-        if self.docs.is_empty() {
-            return Ok(Vec::new()); // an empty batch must not freeze an empty lexicon
-        }
-        let lex = match Lexicon::load(catalog)? {
-            Some(l) => l,
-            None => {
-                let l = Lexicon {
-                    epoch: 1,
-                    docs: self.docs.len() as u64,
-                    df: self.df.iter().map(|(&t, &d)| (t, d)).collect(),
-                };
-                self.frozen = Some(l.clone());
-                l
-            }
+        let Some(lex) = self.lexicon(catalog)? else {
+            return Ok(Vec::new());
         };
         let mut v: Vec<(u64, u32)> = self
             .docs
@@ -200,17 +234,7 @@ impl BatchTerms {
         };
         wb.put_meta_raw(DOCS_KEY, &(docs + self.docs.len() as u64).to_le_bytes());
         if let Some(l) = &self.frozen {
-            for (&t, &d) in &l.df {
-                wb.put_meta_raw(&key(LEX_PREFIX, t), &d.to_le_bytes());
-            }
-            wb.put_meta_json(
-                LEXICON_KEY,
-                &LexiconRecord {
-                    epoch: l.epoch,
-                    docs: l.docs,
-                    terms: l.df.len() as u64,
-                },
-            );
+            stage_lexicon(l, "batch", wb);
         }
         Ok(())
     }

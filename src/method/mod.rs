@@ -17,10 +17,13 @@
 pub mod dsc;
 pub mod eval;
 pub mod exact;
+pub mod idf_simhash;
 pub mod imatch;
+pub mod imatch_reference;
 pub mod options;
 pub mod query;
 pub mod simhash;
+pub mod tune;
 pub mod writer;
 
 #[cfg(test)]
@@ -39,6 +42,7 @@ use crate::view::View;
 
 pub use options::{
     DscOptions, ImatchFilter, ImatchOptions, MethodArgs, MethodOptions, SimhashOptions,
+    SimhashWeight,
 };
 
 /// A near-duplicate method.
@@ -51,16 +55,24 @@ pub enum Method {
     Combined,
     Imatch,
     Exact,
+    /// Documents sharing a megashingle (= agreeing on >= 2 supershingles), from the stored
+    /// MEGASHINGLES table ([`dsc`]).
+    Megashingle,
+    /// C-similarity of the 384-bit simhashes alone (Henzinger's C), threshold default
+    /// 355/384 ([`dsc`]).
+    CSim,
 }
 
 impl Method {
-    pub const ALL: [Method; 6] = [
+    pub const ALL: [Method; 8] = [
         Method::Shingle,
         Method::Simhash,
         Method::DscSs,
         Method::Combined,
         Method::Imatch,
         Method::Exact,
+        Method::Megashingle,
+        Method::CSim,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +83,8 @@ impl Method {
             Method::Combined => "combined",
             Method::Imatch => "imatch",
             Method::Exact => "exact",
+            Method::Megashingle => "megashingle",
+            Method::CSim => "c-sim",
         }
     }
 }
@@ -89,7 +103,7 @@ impl FromStr for Method {
             .find(|m| m.name().eq_ignore_ascii_case(s))
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
-                    "unknown method {s:?} (expected shingle, simhash, dsc-ss, combined, imatch or exact)"
+                    "unknown method {s:?} (expected shingle, simhash, dsc-ss, combined, imatch, exact, megashingle or c-sim)"
                 ))
             })
     }
@@ -97,7 +111,8 @@ impl FromStr for Method {
 
 /// A pair found by a method (a < b). `similarity` is the method's own score in [0, 1]:
 /// resemblance (shingle), 1 - hamming/64 (simhash), agreeing supershingles / supershingles
-/// (dsc-ss), C-similarity = agreeing bits / 384 (combined), 1 (exact, imatch).
+/// (dsc-ss), C-similarity = agreeing bits / 384 (combined, c-sim), 1 (exact, imatch,
+/// megashingle).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct MethodPair {
     pub a: u32,
@@ -168,6 +183,12 @@ pub fn pairs(
             imatch::pairs(view)?
         }
         Method::Exact => exact::pairs(index)?,
+        Method::Megashingle => dsc::megashingle_pairs(view, opts.require_megashingles()?)?,
+        Method::CSim => {
+            opts.require_sim384()?;
+            let t = threshold.map_or(DEFAULT_COMBINED_THRESHOLD, |t| t.as_f64());
+            dsc::c_sim_pairs(view, t)?
+        }
     };
     out.sort_unstable_by_key(|p| (p.a, p.b));
     out.dedup_by_key(|p| (p.a, p.b));

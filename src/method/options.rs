@@ -22,11 +22,15 @@ pub struct MethodOptions {
     pub imatch: Option<ImatchOptions>,
 }
 
-/// Manku's tables: Hamming distance <= k over `blocks` blocks (C(blocks, k) tables).
+/// Manku's tables: Hamming distance <= k over `blocks` blocks (C(blocks, k) tables), over
+/// simhashes weighted by `weight`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimhashOptions {
     pub k: u32,
     pub blocks: u32,
+    /// Token weights of the stored simhashes; absent (records written before it existed): tf.
+    #[serde(default, skip_serializing_if = "SimhashWeight::is_tf")]
+    pub weight: SimhashWeight,
 }
 
 impl Default for SimhashOptions {
@@ -34,6 +38,37 @@ impl Default for SimhashOptions {
         SimhashOptions {
             k: manku::DEFAULT_K,
             blocks: manku::DEFAULT_BLOCKS,
+            weight: SimhashWeight::Tf,
+        }
+    }
+}
+
+/// How a token counts in the simhash of the SIMHASH tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SimhashWeight {
+    /// Every occurrence counts 1 (Charikar's simhash over tokens; the catalog's simhash).
+    #[default]
+    Tf,
+    /// Every distinct term counts its idf from the frozen lexicon (src/method/idf_simhash.rs).
+    Idf,
+}
+
+impl SimhashWeight {
+    pub fn is_tf(&self) -> bool {
+        *self == SimhashWeight::Tf
+    }
+}
+
+impl std::str::FromStr for SimhashWeight {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "tf" => Ok(SimhashWeight::Tf),
+            "idf" => Ok(SimhashWeight::Idf),
+            _ => Err(Error::InvalidArgument(format!(
+                "invalid simhash weight {s:?} (expected tf or idf)"
+            ))),
         }
     }
 }
@@ -45,6 +80,10 @@ pub struct DscOptions {
     pub minhash: u32,
     pub supershingle: u32,
     pub min_agree: u32,
+    /// Also store the MEGASHINGLES table (Fetterly et al.; the megashingle method). Absent in
+    /// records written before it existed: false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub megashingles: bool,
 }
 
 impl Default for DscOptions {
@@ -54,6 +93,7 @@ impl Default for DscOptions {
             minhash: 84,
             supershingle: 14,
             min_agree: 2,
+            megashingles: false,
         }
     }
 }
@@ -201,6 +241,39 @@ impl MethodOptions {
         Ok(())
     }
 
+    /// The methods usable on the index with their stored parameters, for `stats`:
+    /// shingle and exact always, then each method whose data is stored.
+    pub fn describe(&self) -> String {
+        let mut v = vec!["shingle".to_string(), "exact".to_string()];
+        if let Some(s) = &self.simhash {
+            let w = if s.weight.is_tf() {
+                ""
+            } else {
+                ", idf-weighted"
+            };
+            v.push(format!("simhash (k={}, blocks={}{w})", s.k, s.blocks));
+        }
+        if let Some(d) = &self.dsc {
+            v.push(format!(
+                "dsc-ss (minhash {}, supershingle {}, agree {})",
+                d.minhash, d.supershingle, d.min_agree
+            ));
+            if d.megashingles {
+                v.push("megashingle".to_string());
+            }
+        }
+        if self.sim384 && self.dsc.is_some() {
+            v.push("combined".to_string());
+        }
+        if self.sim384 {
+            v.push("c-sim".to_string());
+        }
+        if let Some(i) = &self.imatch {
+            v.push(format!("imatch ({})", i.filter));
+        }
+        v.join(", ")
+    }
+
     pub fn simhash_tables(&self) -> Result<PermutedTables> {
         let s = self
             .simhash
@@ -212,12 +285,25 @@ impl MethodOptions {
         self.dsc.ok_or_else(|| not_stored("dsc-ss", "dsc-ss"))
     }
 
+    pub fn require_megashingles(&self) -> Result<DscOptions> {
+        match self.dsc {
+            Some(d) if d.megashingles => Ok(d),
+            _ => Err(not_stored("megashingle", "megashingle")),
+        }
+    }
+
     pub fn require_sim384(&self) -> Result<()> {
         if self.sim384 {
             Ok(())
         } else {
             Err(not_stored("384-bit simhash", "combined"))
         }
+    }
+
+    /// True when ingest must collect each document's terms and the frozen lexicon
+    /// (I-Match, idf-weighted simhash).
+    pub fn needs_terms(&self) -> bool {
+        self.imatch.is_some() || self.simhash.is_some_and(|s| s.weight == SimhashWeight::Idf)
     }
 
     pub fn imatch(&self) -> Result<ImatchOptions> {
@@ -236,8 +322,8 @@ impl MethodOptions {
         let has = |m| list.contains(&m);
         MethodOptions {
             simhash: has(Simhash).then_some(simhash),
-            dsc: (has(DscSs) || has(Combined)).then_some(dsc),
-            sim384: has(Combined),
+            dsc: (has(DscSs) || has(Combined) || has(Megashingle)).then_some(dsc),
+            sim384: has(Combined) || has(CSim),
             imatch: has(Imatch).then_some(imatch),
         }
     }
@@ -256,6 +342,7 @@ pub struct MethodArgs {
     pub supershingle: Option<u32>,
     pub b_agree: Option<u32>,
     pub imatch_filter: Option<ImatchFilter>,
+    pub simhash_weight: Option<SimhashWeight>,
 }
 
 impl MethodArgs {
@@ -265,7 +352,8 @@ impl MethodArgs {
             || self.minhash.is_some()
             || self.supershingle.is_some()
             || self.b_agree.is_some()
-            || self.imatch_filter.is_some();
+            || self.imatch_filter.is_some()
+            || self.simhash_weight.is_some();
         let Some(list) = &self.methods else {
             if params {
                 return Err(Error::InvalidArgument(
@@ -289,11 +377,13 @@ impl MethodArgs {
             SimhashOptions {
                 k: self.simhash_k.unwrap_or(sd.k),
                 blocks: self.simhash_blocks.unwrap_or(sd.blocks),
+                weight: self.simhash_weight.unwrap_or(sd.weight),
             },
             DscOptions {
                 minhash: self.minhash.unwrap_or(dd.minhash),
                 supershingle: self.supershingle.unwrap_or(dd.supershingle),
                 min_agree: self.b_agree.unwrap_or(dd.min_agree),
+                megashingles: list.contains(&super::Method::Megashingle),
             },
             ImatchOptions {
                 filter: self

@@ -69,7 +69,22 @@ impl Index {
                 }
                 Method::Simhash => {
                     let tables = mo.simhash_tables()?;
-                    for (d, h) in simhash::query(view, &tables, fp.simhash)? {
+                    // idf weights: the lexicon the stored simhashes used (none yet: the
+                    // index is empty and nothing can be found).
+                    let q = if mo
+                        .simhash
+                        .is_some_and(|s| s.weight == super::SimhashWeight::Idf)
+                    {
+                        imatch::Lexicon::load(self.catalog())?
+                            .map(|lex| super::idf_simhash::simhash(&lex, &x.terms))
+                    } else {
+                        Some(fp.simhash)
+                    };
+                    let found = match q {
+                        Some(q) => simhash::query(view, &tables, q)?,
+                        None => Vec::new(),
+                    };
+                    for (d, h) in found {
                         let s = simhash::similarity(h);
                         if threshold.is_none_or(|t| s >= t.as_f64()) {
                             hits.push(MethodHit {
@@ -118,6 +133,40 @@ impl Index {
                                     }
                                 });
                             }
+                        }
+                    }
+                }
+                Method::Megashingle => {
+                    mo.require_megashingles()?;
+                    let mine = crate::fingerprint::minhash::megashingles(&x.supers);
+                    let mut docs: Vec<u32> = Vec::new();
+                    for s in &view.segments {
+                        if s.entry.doc_hi <= s.entry.doc_lo {
+                            continue;
+                        }
+                        for &m in &mine {
+                            if let Some(list) = s.seg.get_postings(dsc::MEGASHINGLES, m)? {
+                                list.for_each(|d| {
+                                    if view.is_live(d) {
+                                        docs.push(d)
+                                    }
+                                });
+                            }
+                        }
+                    }
+                    docs.sort_unstable();
+                    docs.dedup();
+                    hits.extend(docs.into_iter().map(|d| hit(d, 1.0)));
+                }
+                Method::CSim => {
+                    mo.require_sim384()?;
+                    let t = threshold.map_or(DEFAULT_COMBINED_THRESHOLD, |t| t.as_f64());
+                    if let Some(q) = x.sim384 {
+                        for (d, h) in dsc::c_sim_query(view, &q, t)? {
+                            hits.push(MethodHit {
+                                hamming: Some(h),
+                                ..hit(d, 1.0 - h as f64 / 384.0)
+                            });
                         }
                     }
                 }

@@ -57,7 +57,14 @@ fn method_args_resolve() {
         ..Default::default()
     };
     let o = a.resolve().unwrap().unwrap();
-    assert_eq!(o.simhash, Some(SimhashOptions { k: 4, blocks: 7 }));
+    assert_eq!(
+        o.simhash,
+        Some(SimhashOptions {
+            k: 4,
+            blocks: 7,
+            weight: Default::default()
+        })
+    );
     assert_eq!(o.dsc, Some(DscOptions::default())); // combined needs the supershingles
     assert!(o.sim384 && o.imatch.is_none());
     let bad = MethodArgs {

@@ -14,7 +14,7 @@ use crate::fingerprint::{
 use crate::segment::{self, simhash_table, SegmentWriter};
 use crate::store::{Catalog, CatalogBatch};
 
-use super::{dsc, imatch, simhash as msim, MethodOptions};
+use super::{dsc, imatch, simhash as msim, MethodOptions, SimhashWeight};
 
 /// What the methods need from one document, computed next to its fingerprint.
 #[derive(Clone, Debug, Default)]
@@ -56,7 +56,7 @@ pub fn extras(
     if mo.sim384 {
         x.sim384 = Some(simhash::simhash384(text));
     }
-    if mo.imatch.is_some() {
+    if mo.needs_terms() {
         let mut t: Vec<u64> = fingerprint::words(text).map(hash::word_hash).collect();
         t.sort_unstable();
         t.dedup();
@@ -70,6 +70,7 @@ pub struct MethodWriter {
     opts: MethodOptions,
     simhashes: Vec<(u32, u64)>,
     supers: Vec<(u64, u32)>,
+    megas: Vec<(u64, u32)>,
     sim384: Vec<(u32, [u64; 6])>,
     terms: imatch::BatchTerms,
     /// I-Match signatures computed already (delta documents), written instead of `terms`'.
@@ -82,6 +83,7 @@ impl MethodWriter {
             opts: opts.clone(),
             simhashes: Vec::new(),
             supers: Vec::new(),
+            megas: Vec::new(),
             sim384: Vec::new(),
             terms: imatch::BatchTerms::default(),
             stored_sigs: None,
@@ -97,11 +99,15 @@ impl MethodWriter {
         if self.opts.simhash.is_some() {
             self.simhashes.push((doc, fp.simhash));
         }
+        if self.opts.dsc.is_some_and(|d| d.megashingles) {
+            let m = fingerprint::minhash::megashingles(&x.supers);
+            self.megas.extend(m.into_iter().map(|s| (s, doc)));
+        }
         self.supers.extend(x.supers.iter().map(|&s| (s, doc)));
         if let Some(s) = x.sim384 {
             self.sim384.push((doc, s));
         }
-        if self.opts.imatch.is_some() {
+        if self.opts.needs_terms() {
             self.terms.add(doc, x.terms);
         }
     }
@@ -135,6 +141,22 @@ impl MethodWriter {
 
     /// Writes the enabled methods' tables into the batch's segment.
     pub fn write_tables(&mut self, w: &mut SegmentWriter, catalog: &Catalog) -> Result<()> {
+        if self
+            .opts
+            .simhash
+            .is_some_and(|s| s.weight == SimhashWeight::Idf)
+        {
+            // Replace the tf simhashes by idf-weighted ones over the (frozen) lexicon; the
+            // terms were collected for every document with words, in the same order.
+            if let Some(lex) = self.terms.lexicon(catalog)? {
+                self.simhashes = self
+                    .terms
+                    .docs()
+                    .iter()
+                    .map(|(d, t)| (*d, super::idf_simhash::simhash(&lex, t)))
+                    .collect();
+            }
+        }
         if self.opts.simhash.is_some() {
             let tables = self.opts.simhash_tables()?;
             for t in 0..tables.tables() {
@@ -145,6 +167,10 @@ impl MethodWriter {
         if self.opts.dsc.is_some() {
             self.supers.sort_unstable();
             write_postings(w, dsc::SUPERSHINGLES, &self.supers)?;
+        }
+        if self.opts.dsc.is_some_and(|d| d.megashingles) {
+            self.megas.sort_unstable();
+            write_postings(w, dsc::MEGASHINGLES, &self.megas)?;
         }
         if self.opts.sim384 {
             w.begin_table(dsc::SIM384)?;
@@ -168,7 +194,7 @@ impl MethodWriter {
 
     /// Stages the catalog part (I-Match statistics) into the publishing write.
     pub fn stage(&self, catalog: &Catalog, wb: &mut CatalogBatch<'_>) -> Result<()> {
-        if self.opts.imatch.is_some() {
+        if self.opts.needs_terms() {
             self.terms.stage(catalog, wb)?;
         }
         Ok(())

@@ -194,7 +194,14 @@ impl<'v> Matcher<'v> {
             return Ok(false); // nothing can share enough (e.g. minhash with fewer values than K)
         }
         let probes = n - need + 1;
-        if let Some(limit) = self.max_df {
+        if let crate::fingerprint::Sample::Adaptive(g) = self.sample {
+            // The comparison modulus depends on the candidate: probe for each possible one
+            // (src/fingerprint/adaptive.rs). The commonality limit does not apply.
+            let w = |k| self.view.probe_weight(k);
+            scratch
+                .order
+                .extend(g.probes(x, self.threshold, w).into_iter().map(|k| (0, k)));
+        } else if let Some(limit) = self.max_df {
             self.choose_under_limit(x, probes, limit, scratch)?;
         } else if self.view.frequent.is_empty() || probes == n {
             scratch.order.extend(x.iter().take(probes).map(|&k| (0, k)));

@@ -53,6 +53,8 @@ pub const SUPERSHINGLES: u32 = 8;
 pub const SIM384: u32 = 9;
 /// Table of I-Match signature -> posting list (src/method/imatch.rs).
 pub const IMATCH: u32 = 10;
+/// Table of DSC-SS megashingle -> posting list (src/method/dsc.rs; optional).
+pub const MEGASHINGLES: u32 = 11;
 /// First simhash table: table `SIMHASH_BASE + t` maps the t-th permuted simhash -> posting list.
 pub const SIMHASH_BASE: u32 = 16;
 /// Number of table ids reserved for simhash tables (`SIMHASH_BASE..SIMHASH_BASE + this`).
@@ -79,7 +81,7 @@ pub const fn value_kind(id: u32) -> ValueKind {
     match id {
         POSTINGS => ValueKind::Postings,
         FORWARD => ValueKind::U64s,
-        SUPERSHINGLES | IMATCH => ValueKind::Postings,
+        SUPERSHINGLES | IMATCH | MEGASHINGLES => ValueKind::Postings,
         _ if id >= SIMHASH_BASE && id < SIMHASH_BASE + SIMHASH_MAX_TABLES => ValueKind::Postings,
         _ => ValueKind::Opaque,
     }

@@ -145,9 +145,7 @@ impl Segment {
 
     /// Offset of block `bi` of `t` (the file length past the last block).
     pub(super) fn block_offset(&self, t: &Table, bi: usize) -> u64 {
-        t.blocks
-            .get(bi)
-            .map_or(self.map.len() as u64, |b| b.offset)
+        t.blocks.get(bi).map_or(self.map.len() as u64, |b| b.offset)
     }
 
     /// The value stored under `key` in `table`. An absent table reads as empty.
@@ -331,7 +329,8 @@ impl<'a> Iterator for Entries<'a> {
                 // A long scan (compaction reads whole tables) hands passed blocks back.
                 let here = self.seg.block_offset(t, self.block);
                 if here >= self.released + (1 << 20) {
-                    self.seg.release(self.released.max(self.seg.block_offset(t, 0)), here);
+                    self.seg
+                        .release(self.released.max(self.seg.block_offset(t, 0)), here);
                     self.released = here;
                 }
             }

@@ -193,7 +193,10 @@ pub fn parse(args: &[String]) -> Result<Option<Params>, String> {
             }
             "--threads" => p.threads = num(name, v)?,
             "--key-prefix" => {
-                if !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+                if !v
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
                     return Err(format!("--key-prefix takes [A-Za-z0-9_-], got {v:?}"));
                 }
                 p.key_prefix = v.to_string();

@@ -166,7 +166,10 @@ impl Plan {
         let _ = match (self.format, self.shard_width) {
             (Format::Warc, _) => {
                 let kp = &self.key_prefix;
-                write!(out, "http://site-{site:0sw$}.example/{kp}page-{doc:0pw$}.html")
+                write!(
+                    out,
+                    "http://site-{site:0sw$}.example/{kp}page-{doc:0pw$}.html"
+                )
             }
             (Format::Files, None) => write!(out, "site-{site:0sw$}/page-{doc:0pw$}.html"),
             (Format::Files, Some(hw)) => {

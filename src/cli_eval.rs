@@ -1,0 +1,129 @@
+//! The evaluation subcommands' extras: `tune` (smallest adaptive sampling ratios reaching a
+//! precision target) and the parts of `eval` output beyond the main table (size groups, the
+//! warning when no truth key is indexed).
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use ndd_index::fingerprint::adaptive::SizeGroups;
+use ndd_index::method::eval::{EvalRow, Truth};
+use ndd_index::method::tune;
+use ndd_index::{Error, Index, Threshold};
+
+fn out_err(e: io::Error) -> Error {
+    Error::io("<stdout>", e)
+}
+
+#[derive(Args)]
+pub struct TuneArgs {
+    /// The index directory (created with --sample all).
+    #[arg(long, value_name = "DIR")]
+    index: PathBuf,
+    /// Machine-readable JSON output.
+    #[arg(long)]
+    json: bool,
+    /// Pair truth: `key_a<TAB>key_b<TAB>jaccard` lines with a header.
+    #[arg(long, value_name = "FILE")]
+    truth: PathBuf,
+    /// `doc_id<TAB>path` manifest when the truth's first two columns are doc ids.
+    #[arg(long, value_name = "FILE")]
+    manifest: Option<PathBuf>,
+    /// The precision each size group must reach.
+    #[arg(long, value_name = "P")]
+    precision_target: f64,
+    /// Resemblance threshold of the pairs scored.
+    #[arg(long, default_value = "0.8")]
+    threshold: Threshold,
+    /// The size groups to tune (their moduli are ignored); default: the default table's.
+    #[arg(long, value_name = "GROUPS", default_value = ndd_index::fingerprint::adaptive::DEFAULT_SIZE_GROUPS)]
+    size_groups: SizeGroups,
+}
+
+pub fn tune(a: TuneArgs) -> Result<(), Error> {
+    if !(0.0..=1.0).contains(&a.precision_target) {
+        return Err(Error::InvalidArgument(
+            "--precision-target must be in 0..=1".into(),
+        ));
+    }
+    let index = Index::open(&a.index)?;
+    let truth = Truth::load(&a.truth, a.manifest.as_deref())?;
+    if matches!(truth, Truth::Labels(_)) {
+        return Err(Error::InvalidArgument(
+            "tune needs pair truth (key_a, key_b, jaccard)".into(),
+        ));
+    }
+    let t = tune::tune(
+        &index,
+        &truth,
+        a.size_groups,
+        a.precision_target,
+        a.threshold,
+    )?;
+    let mut out = io::stdout().lock();
+    if a.json {
+        let v = serde_json::to_string(&t).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        return writeln!(out, "{v}").map_err(out_err);
+    }
+    writeln!(out, "table\t{}", t.table).map_err(out_err)?;
+    print_groups(&mut out, &t.groups)?;
+    writeln!(
+        out,
+        "# use: ingest --sample adaptive --size-groups \"{}\"",
+        t.table
+    )
+    .map_err(out_err)
+}
+
+/// The size-group table of rows that have one.
+pub fn print_groups(out: &mut impl Write, g: &[tune::GroupScore]) -> Result<(), Error> {
+    writeln!(out, "size_group\tmodulus\tdocs\tfound\tpositives\ttp\tP\tR").map_err(out_err)?;
+    for r in g {
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}\t{}\t{:.4}\t{:.4}",
+            r.group,
+            r.modulus,
+            r.documents,
+            r.found,
+            r.positives,
+            r.true_positives,
+            r.precision,
+            r.recall
+        )
+        .map_err(out_err)?;
+    }
+    Ok(())
+}
+
+/// `eval`'s warning when no key of the truth file is indexed (a wrong root folder or manifest
+/// makes every figure 0 otherwise without a hint); None when some key matches.
+pub fn unmatched_warning(index: &Index, truth: &Truth) -> Result<Option<String>, Error> {
+    let docs = tune::Docs::load(index)?;
+    Ok((!docs.matches_any(truth)).then(|| {
+        let example = docs
+            .keys
+            .iter()
+            .find(|k| !k.is_empty())
+            .cloned()
+            .unwrap_or_default();
+        format!(
+            "no key of the truth file is indexed (indexed keys look like {example:?}); \
+             check the ingested folder or --manifest"
+        )
+    }))
+}
+
+/// The by-size-group tables of the rows (text output of `eval`).
+pub fn print_size_groups(out: &mut impl Write, rows: &[EvalRow]) -> Result<(), Error> {
+    for r in rows.iter().filter(|r| !r.by_size_group.is_empty()) {
+        writeln!(
+            out,
+            "# {} T={} by size group (distinct shingles of the larger document)",
+            r.method, r.threshold
+        )
+        .map_err(out_err)?;
+        print_groups(out, &r.by_size_group)?;
+    }
+    Ok(())
+}
