@@ -1,16 +1,17 @@
-//! Model-based property test: random sequences of ingest / delete / compact / compact --full /
-//! reopen / query / pairs on a temporary index, checked after every step against a brute-force
+//! Model-based property test: random sequences of ingest / online add / delete / compact /
+//! compact --full / reopen / query / pairs on a temporary index, checked after every step against a brute-force
 //! oracle: exact Jaccard over the canonical 5-word shingle sets (as word strings, not hashes)
 //! of the live documents, with `--sample all`. Query hits and pairs at a threshold must equal
 //! the oracle's, with the same resemblance; deleted or replaced texts never appear.
 //!
-//! Cases: `NDD_MODEL_CASES` (default 32). Adding an operation (e.g. online `add`) is one `Op`
-//! variant, one arm in `op_strategy` and one arm in `Harness::apply`.
+//! Cases: `NDD_MODEL_CASES` (default 32). Adding an operation is one `Op` variant, one arm in
+//! `op_strategy` and one arm in `Harness::apply`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use ndd_index::canonicalize::{canonicalize, DocFormat};
+use ndd_index::lifecycle::add::AddOptions;
 use ndd_index::lifecycle::{DeleteSelector, MergePolicy};
 use ndd_index::pipeline::{self, IngestOptions, PairsConfig};
 use ndd_index::query::QueryOptions;
@@ -34,6 +35,8 @@ enum Op {
     /// A batch of documents; `Some(i)` reuses the key of the i-th (mod n) known key (a
     /// replacement, or a re-add after delete), `None` takes a fresh key.
     Ingest(Vec<(Option<usize>, DocSpec)>),
+    /// The same through the online `add` (delta in RocksDB, folded every 3 documents).
+    Add(Vec<(Option<usize>, DocSpec)>),
     /// Deletes the i-th (mod n) known keys.
     Delete(Vec<usize>),
     Compact,
@@ -62,6 +65,11 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             1..6
         )
         .prop_map(Op::Ingest),
+        2 => prop::collection::vec(
+            (prop::option::weighted(0.2, 0usize..64), spec_strategy()),
+            1..3
+        )
+        .prop_map(Op::Add),
         2 => prop::collection::vec(0usize..64, 1..3).prop_map(Op::Delete),
         1 => Just(Op::Compact),
         1 => Just(Op::CompactFull),
@@ -125,7 +133,7 @@ impl Harness {
 
     fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
         match op {
-            Op::Ingest(docs) => {
+            Op::Ingest(docs) | Op::Add(docs) => {
                 self.batches += 1;
                 let dir = self.dir.join(format!("in-{}", self.batches));
                 std::fs::create_dir_all(&dir).unwrap();
@@ -149,9 +157,20 @@ impl Harness {
                     mem_bytes: 1 << 20,
                     ..Default::default()
                 };
-                self.index()
-                    .ingest(vec![dir], &opts, &mut |_| Ok(()), &|_| {})
-                    .map_err(|e| TestCaseError::fail(format!("ingest: {e}")))?;
+                if matches!(op, Op::Add(_)) {
+                    let add = AddOptions {
+                        batch: opts.batch.clone(),
+                        fold_docs: 3,
+                        ..Default::default()
+                    };
+                    self.index()
+                        .add(vec![dir], &add, &mut |_| Ok(()))
+                        .map_err(|e| TestCaseError::fail(format!("add: {e}")))?;
+                } else {
+                    self.index()
+                        .ingest(vec![dir], &opts, &mut |_| Ok(()), &|_| {})
+                        .map_err(|e| TestCaseError::fail(format!("ingest: {e}")))?;
+                }
                 for (key, t) in batch {
                     self.live.insert(key, shingles(&t));
                 }
