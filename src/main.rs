@@ -105,9 +105,10 @@ struct IngestArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
     /// How new documents are matched against the index: join (sorted probe records
-    /// merge-joined with the segments, sequential reads, bounded by --mem) or probe (random
-    /// lookups per document). Both find the same pairs.
-    #[arg(long, default_value = "join")]
+    /// merge-joined with the segments, sequential reads, bounded by --mem), probe (random
+    /// lookups per document), or auto (probe while the segments fit in --mem, else join).
+    /// All find the same pairs.
+    #[arg(long, default_value = "auto")]
     matching: pipeline::Matching,
     /// Write one JSON line per input document to FILE.
     #[arg(long, value_name = "FILE")]
@@ -210,8 +211,9 @@ struct PairsArgs {
     mem: Option<u64>,
     /// join: the out-of-core pipeline (probe records -> merge join with the segments ->
     /// candidate pairs -> verification, all through the external sort); probe: random
-    /// lookups per document. Both find the same pairs.
-    #[arg(long, default_value = "join")]
+    /// lookups per document; auto: probe while the segments fit in --mem, else join. All
+    /// find the same pairs.
+    #[arg(long, default_value = "auto")]
     matching: pipeline::Matching,
     /// Print the work counters (postings visited, what --max-df cut, blocks) as JSON on stderr.
     #[arg(long)]
@@ -573,17 +575,18 @@ fn pairs(a: PairsArgs) -> Result<(), Error> {
     let view = index.view();
     let mut cfg = pipeline::PairsConfig::new(sample, t);
     cfg.max_df = run_max_df(&index, a.max_df);
-    if let (Some(m), pipeline::Matching::Probe) = (a.mem, a.matching) {
-        cfg.buffer_bytes = m;
-    }
     let sort =
         ndd_index::sort::SortOptions::new(a.mem.unwrap_or_else(default_mem), index.tmp_dir());
+    let matching = a.matching.resolve(view, sort.mem_bytes);
+    if let (Some(m), pipeline::Matching::Probe) = (a.mem, matching) {
+        cfg.buffer_bytes = m; // probe's budget is its pair buffer
+    }
     // Pairs stream out block by block; keys are looked up per block, not held for the index.
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let mut ids: Vec<u32> = Vec::new();
     let mut keys: HashMap<u32, String> = HashMap::new();
     let stats = pipeline::for_each_pair(
-        a.matching,
+        matching,
         view,
         &cfg,
         &sort,

@@ -83,15 +83,25 @@ fn max_df_cuts_postings_and_keeps_planted_recall() {
         let o = ndd(&args);
         (parse_pairs(&stdout(&o)), stats_of(&o))
     };
-    let (exact, s_exact) = pairs(&free, &[]);
-    let (cut, s_cut) = pairs(&lim, &[]);
-    // What the limit saves: candidate pair records in the join pipeline (the default), posting
-    // entries read in the probe pipeline; both find the same pairs.
+    let (exact, s_exact) = pairs(&free, &["--matching", "join"]);
+    let (cut, s_cut) = pairs(&lim, &["--matching", "join"]);
+    // What the limit saves: candidate pair records in the join pipeline, posting entries read
+    // in the probe pipeline; both find the same pairs.
     let count = |s: &serde_json::Value, k: &str| s[k].as_u64().unwrap();
     eprintln!("exact {s_exact}\nlimited {s_cut}");
     assert!(
         count(&s_cut, "candidate_records") * 2 < count(&s_exact, "candidate_records"),
         "the limit must cut candidate records"
+    );
+    let (_, s_auto) = pairs(&free, &[]);
+    assert_eq!(
+        s_auto["matching"], "probe",
+        "auto: a small index fits in memory"
+    );
+    let (_, s_big) = pairs(&free, &["--mem", "1MiB"]);
+    assert_eq!(
+        s_big["matching"], "join",
+        "auto: segments larger than --mem"
     );
     let (exact_p, s_exact_p) = pairs(&free, &["--matching", "probe"]);
     let (cut_p, s_cut_p) = pairs(&lim, &["--matching", "probe"]);
@@ -127,7 +137,7 @@ fn max_df_cuts_postings_and_keeps_planted_recall() {
     // Overrides: `--max-df 0` lifts the stored limit; `--max-df 100` imposes one.
     let (lifted, _) = pairs(&lim, &["--max-df", "0"]);
     assert_eq!(lifted, exact);
-    let (imposed, s_imp) = pairs(&free, &["--max-df", "100"]);
+    let (imposed, s_imp) = pairs(&free, &["--max-df", "100", "--matching", "join"]);
     assert_eq!(imposed, cut);
     assert_eq!(
         count(&s_imp, "candidate_records"),

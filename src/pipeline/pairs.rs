@@ -50,6 +50,9 @@ pub struct PairsStats {
     pub blocks_read: u64,
     /// Join pipeline only: run files its three sorts spilled (0 = everything fit in memory).
     pub runs_spilled: u64,
+    /// The matching that ran (`auto` resolved), when chosen through [`for_each_pair`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matching: Option<Matching>,
 }
 
 /// One found pair, `a < b` by doc id.
@@ -90,34 +93,57 @@ impl PairsConfig {
     }
 }
 
-/// How matching reads the postings: both give the same pairs (tests check this).
+/// How matching reads the postings: all give the same pairs (tests check this).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Matching {
+    /// `Probe` when the live segments fit in the memory budget (random lookups then hit
+    /// memory and avoid three sorts), else `Join`: the planner's choice between an index
+    /// nested-loop and a sort-merge join.
+    #[default]
+    Auto,
     /// Sorted probe records merge-joined with each segment, candidates and pairs through the
     /// external sort ([`super::join`]): sequential reads, memory bounded by the sort budget.
-    #[default]
     Join,
     /// Each probing document looks its probe keys up in every segment (random reads), blocks of
     /// documents in parallel ([`for_each_pair_block`]): fastest while the index is in memory.
     Probe,
 }
 
+impl Matching {
+    /// `Auto` resolved against a view and a memory budget; the others as they are.
+    pub fn resolve(self, view: &View, mem_bytes: u64) -> Matching {
+        match self {
+            Matching::Auto => {
+                let bytes: u64 = view.segments.iter().map(|s| s.entry.bytes).sum();
+                if bytes <= mem_bytes {
+                    Matching::Probe
+                } else {
+                    Matching::Join
+                }
+            }
+            m => m,
+        }
+    }
+}
+
 impl std::str::FromStr for Matching {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         match s {
+            "auto" => Ok(Matching::Auto),
             "join" => Ok(Matching::Join),
             "probe" => Ok(Matching::Probe),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown matching `{s}` (expected join or probe)"
+                "unknown matching `{s}` (expected auto, join or probe)"
             ))),
         }
     }
 }
 
-/// Streams the pairs of [`for_each_pair_block`] through the chosen [`Matching`]; the join
-/// pipeline sorts under `sort` (budget and run-file directory).
+/// Streams the pairs of [`for_each_pair_block`] through the chosen [`Matching`] (`Auto`
+/// resolved with [`Matching::resolve`] against `sort.mem_bytes`); the join pipeline sorts
+/// under `sort` (budget and run-file directory). The stats name the matching used.
 pub fn for_each_pair(
     matching: Matching,
     view: &View,
@@ -127,10 +153,13 @@ pub fn for_each_pair(
     older_than: u32,
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
-    match matching {
-        Matching::Join => super::join::join_pairs(view, cfg, sort, docs, older_than, emit),
+    let used = matching.resolve(view, sort.mem_bytes);
+    let mut stats = match used {
         Matching::Probe => for_each_pair_block(view, cfg, docs, older_than, emit),
-    }
+        _ => super::join::join_pairs(view, cfg, sort, docs, older_than, emit),
+    }?;
+    stats.matching = Some(used);
+    Ok(stats)
 }
 
 /// Finds every pair with similarity >= `t` that involves a live document with id in `docs`.
