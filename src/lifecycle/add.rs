@@ -28,8 +28,9 @@ use crate::input::{read_inputs, InputItem, InputOptions};
 use crate::method::writer::{extras as method_extras, MethodWriter};
 use crate::pipeline::ingest::{BatchRecord, DocReport, DocStatus, NearDup};
 use crate::pipeline::pairs::{collect_pairs, PairsConfig};
+use crate::pipeline::publish;
 use crate::store::delta::DeltaDoc;
-use crate::store::{DocRecord, META_MANIFEST};
+use crate::store::DocRecord;
 
 use super::fold::{write_delta_segment, FoldSummary};
 
@@ -269,59 +270,31 @@ impl Index {
         let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
         let clusters = cluster::apply_edges_over(catalog, &overlay, &mut wb, &edges, doc_lo)?;
         drop(view);
-        for (doc, (rec, delta)) in delta_docs.iter().map(|(d, _)| *d).zip(&news) {
-            wb.put_doc(doc, rec);
-            wb.put_key(&rec.key, doc);
-            wb.put_delta(doc, delta);
-            if digests.get(&rec.digest) == Some(&doc)
-                && catalog.doc_by_digest(&rec.digest)?.is_none()
-            {
-                wb.put_digest(&rec.digest, doc);
-            }
+        let ids: Vec<u32> = delta_docs.iter().map(|(d, _)| *d).collect();
+        for (doc, (_, delta)) in ids.iter().zip(&news) {
+            wb.put_delta(*doc, delta);
         }
-        for (old, rec) in &replaced {
-            wb.put_tombstone(*old);
-            if catalog.doc_by_digest(&rec.digest)? == Some(*old) {
-                wb.delete_digest(&rec.digest);
-            }
-        }
-        let mut manifest = catalog.manifest()?;
-        manifest.generation += 1;
-        wb.put_meta_json(META_MANIFEST, &manifest);
-        wb.put_next_doc(doc_hi);
+        let docs = ids.iter().copied().zip(news.iter().map(|(r, _)| r));
+        publish::stage_docs(catalog, &mut wb, docs, &digests, &replaced)?;
         s.added = news.len() as u64 - s.replaced;
-        let record = BatchRecord {
-            name: name.clone(),
-            created_unix: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+        let record = BatchRecord::now(
+            &name,
             doc_lo,
             doc_hi,
-            added: s.added,
-            replaced: s.replaced,
-            unchanged: s.unchanged,
-            errors: s.errors,
-            segment: None,
-        };
-        wb.put_batch(batch_id, &name, &record);
+            s.added,
+            s.replaced,
+            s.unchanged,
+            s.errors,
+            None,
+        );
+        publish::stage_batch(&mut wb, catalog.manifest()?, batch_id, &record);
         mw.stage(catalog, &mut wb)?;
         catalog.commit(wb)?;
         drop(tmp);
         self.reload_view()?;
 
         // Reports (cluster ids and partners are final now).
-        let mut best: HashMap<u32, (u32, f64)> = HashMap::new();
-        for p in &pairs {
-            for (x, y) in [(p.a, p.b), (p.b, p.a)] {
-                if x >= doc_lo {
-                    let e = best.entry(x).or_insert((y, -1.0));
-                    if p.m.resemblance > e.1 || (p.m.resemblance == e.1 && y < e.0) {
-                        *e = (y, p.m.resemblance);
-                    }
-                }
-            }
-        }
+        let best = publish::best_partners(&pairs, doc_lo);
         let key_of = |d: u32| -> Result<String> {
             if d >= doc_lo {
                 Ok(news[(d - doc_lo) as usize].0.key.clone())

@@ -24,10 +24,11 @@ use crate::input::{read_inputs, InputItem, InputOptions};
 use crate::method::writer::{extras as method_extras, DocExtras, MethodWriter};
 use crate::method::MethodOptions;
 use crate::pipeline::pairs::{for_each_pair, Matching, PairsConfig};
+use crate::pipeline::publish;
 use crate::pipeline::spool::ReportSpool;
 use crate::segment::{self, SegmentWriter};
 use crate::sort::{ExternalSorter, KeyDoc, SortOptions};
-use crate::store::{DocRecord, Manifest, SegmentEntry, META_MANIFEST};
+use crate::store::{DocRecord, Manifest, SegmentEntry};
 use crate::view::{FREQUENT_DF, FREQUENT_TABLE};
 
 /// Options of one ingest run.
@@ -561,57 +562,29 @@ impl Index {
             &replaced_ids,
         )?;
         let clusters = cluster::apply_edges_over(catalog, &overlay, &mut wb, &edges, doc_lo)?;
-        let mut best: HashMap<u32, (u32, f64)> = HashMap::new();
-        for p in &pairs {
-            for (x, y) in [(p.a, p.b), (p.b, p.a)] {
-                if x >= doc_lo {
-                    let e = best.entry(x).or_insert((y, -1.0));
-                    if p.m.resemblance > e.1 || (p.m.resemblance == e.1 && y < e.0) {
-                        *e = (y, p.m.resemblance);
-                    }
-                }
-            }
-        }
-        for (i, rec) in new_docs.iter().enumerate() {
-            let doc = doc_lo + i as u32;
-            wb.put_doc(doc, rec);
-            wb.put_key(&rec.key, doc);
-            if batch_digests.get(&rec.digest) == Some(&doc)
-                && catalog.doc_by_digest(&rec.digest)?.is_none()
-            {
-                wb.put_digest(&rec.digest, doc);
-            }
-        }
-        for (old, rec) in &replaced_docs {
-            wb.put_tombstone(*old);
-            if catalog.doc_by_digest(&rec.digest)? == Some(*old) {
-                wb.delete_digest(&rec.digest);
-            }
-        }
+        let best = publish::best_partners(&pairs, doc_lo);
+        let docs = new_docs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (doc_lo + i as u32, r));
+        publish::stage_docs(catalog, &mut wb, docs, &batch_digests, &replaced_docs)?;
         let mut manifest = manifest;
         if added > 0 {
             manifest.segments.push(entry);
             s.segment = Some(seg_file.clone());
         }
-        manifest.generation += 1;
-        wb.put_meta_json(META_MANIFEST, &manifest);
-        wb.put_next_doc(doc_hi);
         s.added = added as u64 - s.replaced;
-        let record = BatchRecord {
-            name: name.clone(),
-            created_unix: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0),
+        let record = BatchRecord::now(
+            &name,
             doc_lo,
             doc_hi,
-            added: s.added,
-            replaced: s.replaced,
-            unchanged: s.unchanged,
-            errors: s.errors,
-            segment: s.segment.clone(),
-        };
-        wb.put_batch(batch_id, &name, &record);
+            s.added,
+            s.replaced,
+            s.unchanged,
+            s.errors,
+            s.segment.clone(),
+        );
+        publish::stage_batch(&mut wb, manifest, batch_id, &record);
         methods.stage(catalog, &mut wb)?;
         drop(view); // an empty batch's segment file goes with `unpublished`
         catalog.commit(wb)?;

@@ -332,9 +332,7 @@ fn release_all(view: &View) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::Index;
-    use crate::options::CreateOptions;
-    use crate::pipeline::{for_each_pair_block, IngestOptions};
+    use crate::pipeline::{for_each_pair_block, word_pages_index};
 
     fn record_roundtrip(r: PairRecord) -> PairRecord {
         let mut buf = [0u8; PairRecord::SIZE];
@@ -361,28 +359,12 @@ mod tests {
     #[test]
     fn join_equals_probe_pipeline() {
         let tmp = tempfile::tempdir().unwrap();
-        let docs = tmp.path().join("docs");
-        std::fs::create_dir_all(&docs).unwrap();
         // 90 pages in 15 families sharing most words, plus some shared boilerplate.
-        for d in 0..90u32 {
-            let fam = d % 15;
-            let words: Vec<String> = (0..120)
-                .map(|i| match i {
-                    _ if i % 40 == d % 40 => format!("own{d}x{i}"),
-                    _ if i < 20 => format!("boiler{i}"),
-                    _ => format!("f{fam}w{i}"),
-                })
-                .collect();
-            let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
-            std::fs::write(docs.join(format!("d{d:02}.html")), html).unwrap();
-        }
-        let mut ix = Index::open_writer(tmp.path().join("idx"), &CreateOptions::default()).unwrap();
-        let opts = IngestOptions {
-            mem_bytes: 16 << 20,
-            ..IngestOptions::default()
-        };
-        ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
-            .unwrap();
+        let ix = word_pages_index(tmp.path(), 90, 120, |d, i| match i {
+            _ if i % 40 == d % 40 => format!("own{d}x{i}"),
+            _ if i < 20 => format!("boiler{i}"),
+            _ => format!("f{}w{i}", d % 15),
+        });
         let view = ix.view();
         let sample = ix.options().sample().unwrap();
         let tmpdir = tmp.path().join("sort");

@@ -4,6 +4,7 @@
 pub mod ingest;
 pub mod join;
 pub mod pairs;
+pub(crate) mod publish;
 pub mod spool;
 
 pub use ingest::{DocReport, DocStatus, IngestOptions, IngestSummary, NearDup, Progress};
@@ -12,3 +13,30 @@ pub use pairs::{
     all_pairs, collect_pairs, for_each_pair, for_each_pair_block, Matching, Pair, PairsConfig,
     PairsStats,
 };
+
+/// Test fixture: an index (in `dir/idx`) of `n` pages whose i-th word is `word(doc, i)`, for
+/// `words` words each, ingested as one batch.
+#[cfg(test)]
+pub(crate) fn word_pages_index(
+    dir: &std::path::Path,
+    n: u32,
+    words: u32,
+    word: impl Fn(u32, u32) -> String,
+) -> crate::index::Index {
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    for d in 0..n {
+        let text: Vec<String> = (0..words).map(|i| word(d, i)).collect();
+        let html = format!("<html><body><p>{}</p></body></html>", text.join(" "));
+        std::fs::write(docs.join(format!("d{d:02}.html")), html).unwrap();
+    }
+    let create = crate::options::CreateOptions::default();
+    let mut ix = crate::index::Index::open_writer(dir.join("idx"), &create).unwrap();
+    let opts = IngestOptions {
+        mem_bytes: 16 << 20,
+        ..IngestOptions::default()
+    };
+    ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
+        .unwrap();
+    ix
+}

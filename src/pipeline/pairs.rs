@@ -278,38 +278,20 @@ pub fn for_each_pair_block(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::Index;
-    use crate::options::CreateOptions;
-    use crate::pipeline::IngestOptions;
+    use crate::pipeline::word_pages_index;
 
     /// Blocks of any size give the same pairs, in global (a, b) order, as one block.
     #[test]
     fn blocks_of_any_size_give_the_same_sorted_pairs() {
         let tmp = tempfile::tempdir().unwrap();
-        let docs = tmp.path().join("docs");
-        std::fs::create_dir_all(&docs).unwrap();
         // 60 pages in 12 families: a family shares most of its words, so pairs cross blocks.
-        for d in 0..60u32 {
-            let fam = d % 12;
-            let words: Vec<String> = (0..80)
-                .map(|i| {
-                    if i == d % 80 {
-                        format!("own{d}")
-                    } else {
-                        format!("f{fam}w{i}")
-                    }
-                })
-                .collect();
-            let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
-            std::fs::write(docs.join(format!("d{d:02}.html")), html).unwrap();
-        }
-        let mut ix = Index::open_writer(tmp.path().join("idx"), &CreateOptions::default()).unwrap();
-        let opts = IngestOptions {
-            mem_bytes: 16 << 20,
-            ..IngestOptions::default()
-        };
-        ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
-            .unwrap();
+        let ix = word_pages_index(tmp.path(), 60, 80, |d, i| {
+            if i == d % 80 {
+                format!("own{d}")
+            } else {
+                format!("f{}w{i}", d % 12)
+            }
+        });
         let view = ix.view();
         let sample = ix.options().sample().unwrap();
         let cfg = PairsConfig::new(sample, "0.5".parse().unwrap());

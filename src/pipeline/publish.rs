@@ -1,0 +1,99 @@
+//! The parts of a batch's one synced catalog write that `ingest` and `add` share: the new
+//! documents' records, the tombstones of the documents they replace, the manifest, the next
+//! doc id and the batch record; and each new document's best near-duplicate for its report.
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::store::{Catalog, CatalogBatch, DocRecord, Manifest, META_MANIFEST};
+
+use super::ingest::BatchRecord;
+use super::pairs::Pair;
+
+/// Stages the catalog records of the new documents `(doc id, record)`, with a digest entry for
+/// the first document of the batch carrying each digest (`batch_digests`) when no older one
+/// does, and tombstones the documents they replace (dropping a digest entry that named them).
+pub(crate) fn stage_docs<'r>(
+    catalog: &Catalog,
+    wb: &mut CatalogBatch<'_>,
+    docs: impl Iterator<Item = (u32, &'r DocRecord)>,
+    batch_digests: &HashMap<[u8; 16], u32>,
+    replaced: &[(u32, DocRecord)],
+) -> Result<()> {
+    for (doc, rec) in docs {
+        wb.put_doc(doc, rec);
+        wb.put_key(&rec.key, doc);
+        if batch_digests.get(&rec.digest) == Some(&doc)
+            && catalog.doc_by_digest(&rec.digest)?.is_none()
+        {
+            wb.put_digest(&rec.digest, doc);
+        }
+    }
+    for (old, rec) in replaced {
+        wb.put_tombstone(*old);
+        if catalog.doc_by_digest(&rec.digest)? == Some(*old) {
+            wb.delete_digest(&rec.digest);
+        }
+    }
+    Ok(())
+}
+
+/// Stages the new generation of `manifest`, the next doc id and the batch record.
+pub(crate) fn stage_batch(
+    wb: &mut CatalogBatch<'_>,
+    mut manifest: Manifest,
+    batch_id: u32,
+    record: &BatchRecord,
+) {
+    manifest.generation += 1;
+    wb.put_meta_json(META_MANIFEST, &manifest);
+    wb.put_next_doc(record.doc_hi);
+    wb.put_batch(batch_id, &record.name, record);
+}
+
+impl BatchRecord {
+    /// A record stamped with the current time.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn now(
+        name: &str,
+        doc_lo: u32,
+        doc_hi: u32,
+        added: u64,
+        replaced: u64,
+        unchanged: u64,
+        errors: u64,
+        segment: Option<String>,
+    ) -> BatchRecord {
+        BatchRecord {
+            name: name.to_string(),
+            created_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            doc_lo,
+            doc_hi,
+            added,
+            replaced,
+            unchanged,
+            errors,
+            segment,
+        }
+    }
+}
+
+/// For every new document (id >= `doc_lo`) in `pairs`, its most similar partner and the
+/// resemblance (ties: the smaller partner id).
+pub(crate) fn best_partners(pairs: &[Pair], doc_lo: u32) -> HashMap<u32, (u32, f64)> {
+    let mut best: HashMap<u32, (u32, f64)> = HashMap::new();
+    for p in pairs {
+        for (x, y) in [(p.a, p.b), (p.b, p.a)] {
+            if x >= doc_lo {
+                let e = best.entry(x).or_insert((y, -1.0));
+                if p.m.resemblance > e.1 || (p.m.resemblance == e.1 && y < e.0) {
+                    *e = (y, p.m.resemblance);
+                }
+            }
+        }
+    }
+    best
+}
