@@ -3,7 +3,7 @@
 //!
 //! Sites: `segment.write` (a block, the directory or the footer of a segment), `segment.sync`
 //! (the fsync before a segment is renamed into place), `run.write` (a block of a sort run
-//! file). tests/lifecycle_faults.rs drives them. When the variable is unset a check costs one
+//! file). tests/integration/lifecycle_faults.rs drives them. When the variable is unset a check costs one
 //! initialized `OnceLock` read.
 
 use std::io;

@@ -1,15 +1,26 @@
-//! Shared helpers of the integration tests: the built binary, temp dirs, and the shared
-//! llvm-docs corpus with its exact truth (extracted once per target dir, never committed).
+//! Shared helpers of the integration tests: the typed `TestIndex` harness (harness.rs), small
+//! synthetic corpora (synth.rs), temp dirs, and the shared llvm-docs corpus with its exact
+//! truth (extracted once per target dir, never committed).
+//!
+//! Used by the one integration-test crate (tests/integration/main.rs, as `crate::common`) and
+//! by any top-level `tests/*.rs` file (as `mod common;`); see tests/README.md.
 #![allow(dead_code)]
 
-use std::collections::{HashMap, HashSet};
+mod harness;
+mod synth;
+
+pub use harness::*;
+pub use synth::*;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use ndd_index::Threshold;
 
-/// Runs the built `ndd-index` with `args`; panics with its stderr when it fails.
+/// Runs the built `ndd-index` with `args` (for commands without `--index`; the others go
+/// through `TestIndex`); panics with its stderr when it fails.
 pub fn ndd(args: &[&str]) -> Output {
     let out = ndd_raw(args);
     assert!(
@@ -24,7 +35,7 @@ pub fn ndd(args: &[&str]) -> Output {
 
 /// Runs the built `ndd-index` with `args`, whatever its exit status.
 pub fn ndd_raw(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ndd-index"))
+    Command::new(BIN)
         .args(args)
         .output()
         .expect("run ndd-index")
@@ -170,15 +181,21 @@ pub fn ordered(a: &str, b: &str) -> (String, String) {
     }
 }
 
-/// Parses `pairs` output: key_a, key_b, resemblance.
-pub fn parse_pairs(text: &str) -> HashMap<(String, String), f64> {
-    text.lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            assert_eq!(f.len(), 3, "bad pairs line {l:?}");
-            assert!(f[0] < f[1], "key_a must sort before key_b: {l:?}");
-            ((f[0].to_owned(), f[1].to_owned()), f[2].parse().unwrap())
-        })
+/// Pairs by ordered key pair (each pair once).
+pub fn pair_map(pairs: &[Pair]) -> HashMap<(String, String), f64> {
+    let m: HashMap<_, _> = pairs
+        .iter()
+        .map(|(a, b, v)| ((a.clone(), b.clone()), *v))
+        .collect();
+    assert_eq!(m.len(), pairs.len(), "a pair printed twice");
+    m
+}
+
+/// The key pairs (key_a, key_b) of `pairs`.
+pub fn pair_keys(pairs: &[Pair]) -> BTreeSet<(String, String)> {
+    pairs
+        .iter()
+        .map(|(a, b, _)| (a.clone(), b.clone()))
         .collect()
 }
 
@@ -236,34 +253,18 @@ pub fn gen_truth(dir: &Path) -> HashMap<String, String> {
 
 /// `ndd-index stats --json` of an index.
 pub fn stats_json(idx: &Path) -> serde_json::Value {
-    serde_json::from_str(&stdout(&ndd(&[
-        "stats",
-        "--json",
-        "--index",
-        idx.to_str().unwrap(),
-    ])))
-    .unwrap()
+    TestIndex::at(idx).stats()
 }
 
 /// The lines of a `--report` file, parsed.
 pub fn report_lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    json_lines(&std::fs::read_to_string(path).unwrap())
 }
 
-/// Ingests `input` quietly into `idx` with `--report`, and returns the report's lines.
-pub fn ingest_reported(idx: &Path, report: &Path, input: &Path) -> Vec<serde_json::Value> {
-    ndd(&[
-        "ingest",
-        "--quiet",
-        "--index",
-        idx.to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-        input.to_str().unwrap(),
-    ]);
-    report_lines(report)
+/// A count from the environment variable `var` (rounds, cases), `default` when unset.
+pub fn env_count(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }

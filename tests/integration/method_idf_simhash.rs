@@ -2,11 +2,9 @@
 //! lexicon frozen from the first batch; pairs and queries find exactly the documents within
 //! Hamming distance k of a brute-force computation, and the option survives reopening.
 
-mod common;
-
 use std::collections::{BTreeSet, HashMap};
 
-use common::*;
+use crate::common::*;
 use ndd_index::canonicalize::{canonicalize, DocFormat};
 use ndd_index::fingerprint::{hash, simhash::hamming, words};
 use ndd_index::method::idf_simhash;
@@ -52,32 +50,28 @@ fn terms(text: &str) -> Vec<u64> {
 #[test]
 fn idf_simhash_tables_match_brute_force_and_persist() {
     let docs = corpus();
-    let dir = temp_dir("idf-simhash");
-    let input = dir.path().join("in");
+    let ix = TestIndex::new("idf-simhash");
+    let input = ix.work().join("in");
     std::fs::create_dir_all(&input).unwrap();
     for (k, t) in &docs {
         std::fs::write(input.join(k), t).unwrap();
     }
-    let ix = dir.path().join("ix");
-    let ixs = ix.to_str().unwrap();
-    ndd(&[
-        "ingest",
-        "-q",
-        "--index",
-        ixs,
-        "--methods",
-        "simhash",
-        "--simhash-k",
-        "4",
-        "--simhash-blocks",
-        "6",
-        "--simhash-weight",
-        "idf",
-        input.to_str().unwrap(),
-    ]);
-    let st = stats_json(&ix);
+    ix.ingest(
+        &[&input],
+        &[
+            "--methods",
+            "simhash",
+            "--simhash-k",
+            "4",
+            "--simhash-blocks",
+            "6",
+            "--simhash-weight",
+            "idf",
+        ],
+    );
+    let st = ix.stats();
     assert_eq!(st["options"]["methods"]["simhash"]["weight"], "idf", "{st}");
-    let text = stdout(&ndd(&["stats", "--index", ixs]));
+    let text = ix.stdout(&["stats"]);
     assert!(
         text.contains("simhash (k=4, blocks=6, idf-weighted)"),
         "{text}"
@@ -106,32 +100,14 @@ fn idf_simhash_tables_match_brute_force_and_persist() {
         }
     }
     assert!(want.len() >= 20, "too few pairs: {}", want.len());
-    let out = stdout(&ndd(&["pairs", "--index", ixs, "--method", "simhash"]));
-    let got: BTreeSet<(String, String)> = out
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            let (a, b) = (f[0].to_string(), f[1].to_string());
-            (a.clone().min(b.clone()), a.max(b))
-        })
-        .collect();
+    let got = pair_keys(&ix.pairs_with(&["--method", "simhash"]));
     assert_eq!(got, want);
 
     // A query computes its idf simhash with the same lexicon: it finds itself (distance 0)
     // and exactly its brute-force partners.
     let probe = input.join("b03v1.txt");
-    let q = stdout(&ndd(&[
-        "query",
-        "--index",
-        ixs,
-        "--method",
-        "simhash",
-        "--top",
-        "0",
-        "--json",
-        probe.to_str().unwrap(),
-    ]));
-    let v: serde_json::Value = serde_json::from_str(q.lines().next().unwrap()).unwrap();
+    let q = ix.query(&[&probe], &["--method", "simhash", "--top", "0"]);
+    let v = &q[0];
     let hits: BTreeSet<String> = v["hits"]
         .as_array()
         .unwrap()

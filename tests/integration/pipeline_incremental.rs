@@ -4,12 +4,10 @@
 //! (exact Jaccard of 5-word shingle sets, computed here with the library's canonicalize +
 //! fingerprint).
 
-mod common;
-
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use ndd_index::canonicalize::{canonicalize, DocFormat};
 use ndd_index::fingerprint::fingerprint;
 use ndd_index::IndexOptions;
@@ -43,34 +41,13 @@ fn files(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>) {
     }
 }
 
-/// The partition printed by `clusters --json`, as sets of keys.
-fn partition(idx: &Path, t: Option<&str>) -> BTreeSet<BTreeSet<String>> {
-    let mut args = vec!["clusters", "--json", "--index", idx.to_str().unwrap()];
-    if let Some(t) = t {
-        args.extend(["--threshold", t]);
-    }
-    stdout(&ndd(&args))
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|m| m.as_str().unwrap().to_string())
-                .collect()
-        })
+/// The partition printed by `clusters --json` (at `--threshold t`), as sets of keys.
+fn partition(idx: &TestIndex, t: Option<&str>) -> BTreeSet<BTreeSet<String>> {
+    let extra = t.map(|t| vec!["--threshold", t]).unwrap_or_default();
+    idx.clusters_with(&extra)
+        .into_iter()
+        .map(|c| c.members.into_iter().collect())
         .collect()
-}
-
-fn pairs(idx: &Path, t: &str) -> HashMap<(String, String), f64> {
-    parse_pairs(&stdout(&ndd(&[
-        "pairs",
-        "--index",
-        idx.to_str().unwrap(),
-        "--threshold",
-        t,
-    ])))
 }
 
 #[test]
@@ -91,31 +68,19 @@ fn five_batches_equal_one_bulk_ingest_and_recover_planted_clusters() {
         "11",
         "--quiet",
     ]);
-    let incr = tmp.path().join("incr");
-    let bulk = tmp.path().join("bulk");
+    let incr = TestIndex::at(tmp.path().join("incr"));
+    let bulk = TestIndex::at(tmp.path().join("bulk"));
     let all = tmp.path().join("all");
     std::fs::create_dir_all(&all).unwrap();
     for b in 1..=BATCHES {
         let dir = corpus.join(format!("batch-{b:02}"));
-        ndd(&[
-            "ingest",
-            "--quiet",
-            "--index",
-            incr.to_str().unwrap(),
-            dir.to_str().unwrap(),
-        ]);
+        incr.ingest(&[&dir], &[]);
         link_tree(&dir, &all);
     }
-    ndd(&[
-        "ingest",
-        "--quiet",
-        "--index",
-        bulk.to_str().unwrap(),
-        all.to_str().unwrap(),
-    ]);
+    bulk.ingest(&[&all], &[]);
 
     for t in ["0.8", "0.5"] {
-        let (pi, pb) = (pairs(&incr, t), pairs(&bulk, t));
+        let (pi, pb) = (pair_map(&incr.pairs(t)), pair_map(&bulk.pairs(t)));
         assert!(pi.len() > 50, "T={t}: only {} pairs", pi.len());
         assert_eq!(pi, pb, "T={t}: incremental and bulk pairs differ");
         assert_eq!(

@@ -2,12 +2,10 @@
 //! reason) in the report and on stderr, the good ones are indexed, and `--strict` turns any of
 //! them into a failed batch with nothing published.
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 const GOOD: &str = "<html><body><p>the quick brown fox jumps over the lazy dog again and again \
                     while the cat sleeps on the warm mat near the door</p></body></html>";
@@ -84,13 +82,11 @@ fn bad_documents_are_reported_and_the_rest_is_indexed() {
     let tmp = temp_dir("bad-input");
     let docs = tmp.path().join("docs");
     bad_inputs(&docs);
-    let idx = tmp.path().join("idx");
+    let idx = TestIndex::at(tmp.path().join("idx"));
     let report = tmp.path().join("report.jsonl");
-    let out = ndd(&[
+    let out = idx.run(&[
         "ingest",
         "--json",
-        "--index",
-        idx.to_str().unwrap(),
         "--report",
         report.to_str().unwrap(),
         docs.to_str().unwrap(),
@@ -135,26 +131,18 @@ fn bad_documents_are_reported_and_the_rest_is_indexed() {
         "{errors:?}"
     );
     assert!(errors.len() >= 4 + 1 + 1 + 2, "too few errors: {errors:?}");
-    let summary: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let summary = parse_json(&stdout(&out));
     assert_eq!(summary["errors"].as_u64().unwrap(), errors.len() as u64);
     assert_eq!(summary["added"].as_u64().unwrap(), 7);
     // The indexed documents answer queries.
-    let stats = stats_json(&idx);
+    let stats = idx.stats();
     assert_eq!(stats["documents"], 7);
     // cp1252 was decoded with its declared charset: "café" is one word.
     let q = tmp.path().join("q.txt");
     std::fs::write(&q, "café au lait and more words here to make shingles").unwrap();
-    let ans: serde_json::Value = serde_json::from_str(&stdout(&ndd(&[
-        "query",
-        "--json",
-        "--index",
-        idx.to_str().unwrap(),
-        "--threshold",
-        "0.9",
-        q.to_str().unwrap(),
-    ])))
-    .unwrap();
-    assert_eq!(ans["hits"][0]["key"], "cp1252.html", "{ans}");
+    let ans = idx.query(&[&q], &["--threshold", "0.9"]);
+    assert_eq!(ans.len(), 1);
+    assert_eq!(ans[0]["hits"][0]["key"], "cp1252.html", "{ans:?}");
 }
 
 #[test]
@@ -162,14 +150,8 @@ fn strict_mode_publishes_nothing() {
     let tmp = temp_dir("bad-strict");
     let docs = tmp.path().join("docs");
     bad_inputs(&docs);
-    let idx = tmp.path().join("idx");
-    let out = ndd_raw(&[
-        "ingest",
-        "--strict",
-        "--index",
-        idx.to_str().unwrap(),
-        docs.to_str().unwrap(),
-    ]);
+    let idx = TestIndex::at(tmp.path().join("idx"));
+    let out = idx.run_raw(&["ingest", "--strict", docs.to_str().unwrap()]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -178,30 +160,24 @@ fn strict_mode_publishes_nothing() {
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("document"), "{err}");
-    let stats = stats_json(&idx);
+    let stats = idx.stats();
     assert_eq!(stats["documents"], 0);
     assert_eq!(stats["batches"], 0);
     assert!(
-        std::fs::read_dir(idx.join("segments"))
+        std::fs::read_dir(idx.path().join("segments"))
             .unwrap()
             .next()
             .is_none(),
         "a segment file was left"
     );
     // The same batch without --strict then goes through.
-    ndd(&[
-        "ingest",
-        "--quiet",
-        "--index",
-        idx.to_str().unwrap(),
-        docs.to_str().unwrap(),
-    ]);
+    idx.ingest(&[&docs], &[]);
 }
 
 #[test]
 fn duplicate_keys_within_and_across_batches() {
     let tmp = temp_dir("dup-keys");
-    let idx = tmp.path().join("idx");
+    let idx = TestIndex::at(tmp.path().join("idx"));
     let a = tmp.path().join("a.jsonl");
     std::fs::write(
         &a,
@@ -209,7 +185,8 @@ fn duplicate_keys_within_and_across_batches() {
     )
     .unwrap();
     let rep = tmp.path().join("r1.jsonl");
-    let l = ingest_reported(&idx, &rep, &a);
+    idx.ingest(&[&a], &["--report", rep.to_str().unwrap()]);
+    let l = report_lines(&rep);
     assert_eq!(
         l.iter()
             .filter(|l| l["key"] == "k1" && l["status"] == "new")
@@ -225,7 +202,8 @@ fn duplicate_keys_within_and_across_batches() {
     )
     .unwrap();
     let rep2 = tmp.path().join("r2.jsonl");
-    let l = ingest_reported(&idx, &rep2, &b);
+    idx.ingest(&[&b], &["--report", rep2.to_str().unwrap()]);
+    let l = report_lines(&rep2);
     let st = |k: &str| {
         l.iter().find(|l| l["key"] == k).unwrap()["status"]
             .as_str()
@@ -234,18 +212,11 @@ fn duplicate_keys_within_and_across_batches() {
     };
     assert_eq!(st("k1"), "unchanged");
     assert_eq!(st("k2"), "replaced");
-    let stats = stats_json(&idx);
+    let stats = idx.stats();
     assert_eq!(stats["documents"], 2, "{stats}");
     assert_eq!(stats["deleted"], 1, "{stats}");
     // Re-running a batch by name does nothing.
-    let out = stdout(&ndd(&[
-        "ingest",
-        "--index",
-        idx.to_str().unwrap(),
-        "--batch",
-        "batch-000002",
-        b.to_str().unwrap(),
-    ]));
+    let out = idx.stdout(&["ingest", "--batch", "batch-000002", b.to_str().unwrap()]);
     assert!(out.contains("ingested already"), "{out}");
 }
 
@@ -255,13 +226,11 @@ fn unreadable_and_missing_inputs_are_per_document_errors() {
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(docs.join("ok.html"), GOOD).unwrap();
-    let idx = tmp.path().join("idx");
+    let idx = TestIndex::at(tmp.path().join("idx"));
     let missing = tmp.path().join("does-not-exist.html");
     let rep = tmp.path().join("r.jsonl");
-    let out = ndd(&[
+    let out = idx.run(&[
         "ingest",
-        "--index",
-        idx.to_str().unwrap(),
         "--report",
         rep.to_str().unwrap(),
         docs.to_str().unwrap(),
@@ -292,22 +261,15 @@ fn oversized_documents_are_rejected_and_large_ones_indexed() {
     assert!(big.len() > 1 << 20 && big.len() < 3 << 20);
     std::fs::write(docs.join("big.html"), &big).unwrap();
     std::fs::write(docs.join("ok.html"), GOOD).unwrap();
-    let idx = tmp.path().join("idx");
+    let idx = TestIndex::at(tmp.path().join("idx"));
     let rep = tmp.path().join("r.jsonl");
-    let args = |limit: &'static str| {
-        vec![
-            "ingest",
-            "--quiet",
-            "--max-doc-bytes",
-            limit,
-            "--index",
-            idx.to_str().unwrap().to_owned().leak(),
-            "--report",
-            rep.to_str().unwrap().to_owned().leak(),
-            docs.to_str().unwrap().to_owned().leak(),
-        ]
+    let ingest = |limit: &str| {
+        idx.ingest(
+            &[&docs],
+            &["--max-doc-bytes", limit, "--report", rep.to_str().unwrap()],
+        )
     };
-    ndd(&args("1MiB"));
+    ingest("1MiB");
     let l = report_lines(&rep);
     let big_line = l.iter().find(|l| l["key"] == "big.html").unwrap();
     assert_eq!(big_line["status"], "error");
@@ -320,7 +282,7 @@ fn oversized_documents_are_rejected_and_large_ones_indexed() {
         .iter()
         .any(|l| l["key"] == "ok.html" && l["status"] == "new"));
     // With the default limit (256 MiB) the same document is indexed.
-    ndd(&args("256MiB"));
+    ingest("256MiB");
     let l = report_lines(&rep);
     assert_eq!(
         l.iter().find(|l| l["key"] == "big.html").unwrap()["status"],
@@ -334,35 +296,12 @@ fn conflicting_creation_option_is_a_clear_error() {
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
     std::fs::write(docs.join("a.html"), GOOD).unwrap();
-    let idx = tmp.path().join("idx");
-    ndd(&[
-        "ingest",
-        "--quiet",
-        "--index",
-        idx.to_str().unwrap(),
-        "--shingle-words",
-        "5",
-        docs.to_str().unwrap(),
-    ]);
-    let out = ndd_raw(&[
-        "ingest",
-        "--index",
-        idx.to_str().unwrap(),
-        "--shingle-words",
-        "8",
-        docs.to_str().unwrap(),
-    ]);
+    let idx = TestIndex::at(tmp.path().join("idx"));
+    idx.ingest(&[&docs], &["--shingle-words", "5"]);
+    let out = idx.run_raw(&["ingest", "--shingle-words", "8", docs.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("words:5") && err.contains("words:8"), "{err}");
     // The same value again is fine (and "0.80" equals "0.8").
-    ndd(&[
-        "ingest",
-        "--quiet",
-        "--index",
-        idx.to_str().unwrap(),
-        "--cluster-threshold",
-        "0.80",
-        docs.to_str().unwrap(),
-    ]);
+    idx.ingest(&[&docs], &["--cluster-threshold", "0.80"]);
 }

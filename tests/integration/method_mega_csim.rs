@@ -2,11 +2,9 @@
 //! (Henzinger's C-similarity of 384-bit simhashes alone): each against brute force, across
 //! reopening and compaction.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::*;
+use crate::common::*;
 use ndd_index::canonicalize::{canonicalize, DocFormat};
 use ndd_index::fingerprint::simhash::{hamming_wide, simhash384};
 
@@ -34,54 +32,38 @@ fn corpus() -> Vec<(String, String)> {
     docs
 }
 
-fn pairs(ix: &str, method: &str, extra: &[&str]) -> BTreeSet<(String, String)> {
-    let mut args = vec!["pairs", "--index", ix, "--method", method];
-    args.extend_from_slice(extra);
-    stdout(&ndd(&args))
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            (f[0].min(f[1]).to_string(), f[0].max(f[1]).to_string())
-        })
-        .collect()
-}
-
 #[test]
 fn megashingles_and_c_only_match_brute_force() {
     let docs = corpus();
-    let dir = temp_dir("mega-csim");
-    let input = dir.path().join("in");
+    let ix = TestIndex::new("mega-csim");
+    let input = ix.work().join("in");
     std::fs::create_dir_all(&input).unwrap();
     for (k, t) in &docs {
         std::fs::write(input.join(k), t).unwrap();
     }
-    let ix = dir.path().join("ix");
-    let ixs = ix.to_str().unwrap();
-    ndd(&[
-        "ingest",
-        "-q",
-        "--index",
-        ixs,
-        "--methods",
-        "dsc-ss,megashingle,c-sim",
-        "--batch",
-        "one",
-        input.to_str().unwrap(),
-    ]);
-    let st = stats_json(&ix);
+    ix.ingest(
+        &[&input],
+        &["--methods", "dsc-ss,megashingle,c-sim", "--batch", "one"],
+    );
+    let pairs = |method: &str, extra: &[&str]| {
+        let mut a = vec!["--method", method];
+        a.extend_from_slice(extra);
+        pair_keys(&ix.pairs_with(&a))
+    };
+    let st = ix.stats();
     assert_eq!(
         st["options"]["methods"]["dsc"]["megashingles"], true,
         "{st}"
     );
-    let text = stdout(&ndd(&["stats", "--index", ixs]));
+    let text = ix.stdout(&["stats"]);
     assert!(
         text.contains("megashingle") && text.contains("c-sim"),
         "{text}"
     );
 
     // Sharing a megashingle == agreeing on at least 2 supershingles (dsc-ss at --b-agree 2).
-    let mega = pairs(ixs, "megashingle", &[]);
-    let dsc = pairs(ixs, "dsc-ss", &[]);
+    let mega = pairs("megashingle", &[]);
+    let dsc = pairs("dsc-ss", &[]);
     assert!(mega.len() >= 10, "too few pairs: {}", mega.len());
     assert_eq!(mega, dsc);
 
@@ -109,28 +91,20 @@ fn megashingles_and_c_only_match_brute_force() {
     };
     let want = c_at(355.0 / 384.0);
     assert!(want.len() >= 10, "too few C-similar pairs: {}", want.len());
-    assert_eq!(pairs(ixs, "c-sim", &[]), want);
-    assert_eq!(pairs(ixs, "c-sim", &["--threshold", "0.9"]), c_at(0.9));
+    assert_eq!(pairs("c-sim", &[]), want);
+    assert_eq!(pairs("c-sim", &["--threshold", "0.9"]), c_at(0.9));
 
     // A second batch and a full compaction keep both tables right.
-    let extra = dir.path().join("extra");
+    let extra = ix.work().join("extra");
     std::fs::create_dir_all(&extra).unwrap();
     std::fs::write(extra.join("b00v9.txt"), &docs[0].1).unwrap();
-    ndd(&[
-        "ingest",
-        "-q",
-        "--index",
-        ixs,
-        "--batch",
-        "two",
-        extra.to_str().unwrap(),
-    ]);
-    ndd(&["compact", "--index", ixs, "--full"]);
-    let mega2 = pairs(ixs, "megashingle", &[]);
-    assert_eq!(mega2, pairs(ixs, "dsc-ss", &[]));
+    ix.ingest(&[&extra], &["--batch", "two"]);
+    ix.compact(&["--full"]);
+    let mega2 = pairs("megashingle", &[]);
+    assert_eq!(mega2, pairs("dsc-ss", &[]));
     assert!(mega2.len() > mega.len());
     assert!(mega2.contains(&("b00.txt".to_string(), "b00v9.txt".to_string())));
-    let c2 = pairs(ixs, "c-sim", &[]);
+    let c2 = pairs("c-sim", &[]);
     assert!(
         c2.is_superset(&want) && c2.contains(&("b00.txt".to_string(), "b00v9.txt".to_string()))
     );

@@ -2,9 +2,7 @@
 //! outside the reference lexicon do not enter signatures, so an edit that only touches such
 //! words keeps a document's signature; the lexicon is chosen once, before the first batch.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn reference_lexicon_drops_unknown_terms_and_is_frozen_once() {
@@ -24,66 +22,45 @@ fn reference_lexicon_drops_unknown_terms_and_is_frozen_once() {
     let b = format!("{} yak", base.join(" ")); // differs only in a word the reference lacks
     std::fs::write(input.join("a.txt"), &a).unwrap();
     std::fs::write(input.join("b.txt"), &b).unwrap();
-    let clusters = |ix: &std::path::Path, extra: &[&str]| -> usize {
-        let mut args = vec![
-            "ingest",
-            "-q",
-            "--index",
-            ix.to_str().unwrap(),
-            "--methods",
-            "imatch",
-            "--imatch-filter",
-            "idf-l-0",
-        ];
+    // Clustered documents (members of I-Match clusters).
+    let members = |ix: &TestIndex| -> usize {
+        ix.clusters_with(&["--method", "imatch"])
+            .iter()
+            .map(|c| c.members.len())
+            .sum()
+    };
+    let clusters = |ix: &TestIndex, extra: &[&str]| -> usize {
+        let mut args = vec!["--methods", "imatch", "--imatch-filter", "idf-l-0"];
         args.extend_from_slice(extra);
-        args.push(input.to_str().unwrap());
-        ndd(&args);
-        let out = stdout(&ndd(&[
-            "clusters",
-            "--index",
-            ix.to_str().unwrap(),
-            "--method",
-            "imatch",
-        ]));
-        out.lines().filter(|l| !l.trim().is_empty()).count()
+        ix.ingest(&[&input], &args);
+        members(ix)
     };
     // With the reference lexicon, zebra and yak are unknown: a and b share a signature.
-    let with = dir.path().join("with");
+    let with = TestIndex::at(dir.path().join("with"));
     assert_eq!(
         clusters(&with, &["--imatch-lexicon", refs.to_str().unwrap()]),
         2
     );
     // With the first batch's lexicon every word is known and the signatures differ.
-    let without = dir.path().join("without");
+    let without = TestIndex::at(dir.path().join("without"));
     assert_eq!(clusters(&without, &[]), 0);
 
     // Frozen once: a second reference lexicon is refused (usage error), the first survives
     // reopening.
-    let again = ndd_raw(&[
+    let again = with.run_raw(&[
         "ingest",
         "-q",
-        "--index",
-        with.to_str().unwrap(),
         "--imatch-lexicon",
         refs.to_str().unwrap(),
         input.to_str().unwrap(),
     ]);
     assert_eq!(again.status.code(), Some(2));
-    let out = stdout(&ndd(&[
-        "clusters",
-        "--index",
-        with.to_str().unwrap(),
-        "--method",
-        "imatch",
-    ]));
-    assert_eq!(out.lines().filter(|l| !l.trim().is_empty()).count(), 2);
+    assert_eq!(members(&with), 2);
     // Without I-Match data the option is refused.
-    let plain = dir.path().join("plain");
-    let r = ndd_raw(&[
+    let plain = TestIndex::at(dir.path().join("plain"));
+    let r = plain.run_raw(&[
         "ingest",
         "-q",
-        "--index",
-        plain.to_str().unwrap(),
         "--imatch-lexicon",
         refs.to_str().unwrap(),
         input.to_str().unwrap(),

@@ -7,12 +7,10 @@
 //! - imatch: every document in exactly one signature class; variants that differ only in
 //!   word order, repetitions or terms the filter drops share a signature, across batches.
 
-mod common;
-
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use common::{ndd, stdout, temp_dir};
+use crate::common::{pair_keys, temp_dir, TestIndex};
 use ndd_index::canonicalize::{canonicalize, DocFormat};
 use ndd_index::fingerprint::simhash::{hamming, hamming_wide, simhash, simhash384};
 use ndd_index::fingerprint::{fingerprint, minhash, FingerprintOptions};
@@ -82,14 +80,13 @@ fn key_of(k: &str) -> String {
     k.to_string()
 }
 
-fn pairs_of(index: &Path, m: &str, extra: &[&str]) -> BTreeSet<(String, String)> {
-    let mut args = vec!["pairs", "--index", index.to_str().unwrap(), "--method", m];
+fn pairs_of(ix: &TestIndex, m: &str, extra: &[&str]) -> BTreeSet<(String, String)> {
+    let mut args = vec!["--method", m];
     args.extend_from_slice(extra);
-    let out = stdout(&ndd(&args));
-    out.lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            let (a, b) = (base_name(f[0]), base_name(f[1]));
+    pair_keys(&ix.pairs_with(&args))
+        .into_iter()
+        .map(|(a, b)| {
+            let (a, b) = (base_name(&a), base_name(&b));
             if a < b {
                 (a, b)
             } else {
@@ -104,19 +101,12 @@ fn base_name(k: &str) -> String {
 }
 
 /// File names of the hits of `query --method M --json` for `probe` (plus `extra` arguments).
-fn query_hits(ix: &Path, method: &str, probe: &Path, extra: &[&str]) -> BTreeSet<String> {
-    let mut args = vec![
-        "query",
-        "--index",
-        ix.to_str().unwrap(),
-        "--method",
-        method,
-        "--json",
-    ];
+fn query_hits(ix: &TestIndex, method: &str, probe: &Path, extra: &[&str]) -> BTreeSet<String> {
+    let mut args = vec!["--method", method];
     args.extend_from_slice(extra);
-    args.push(probe.to_str().unwrap());
-    let v: serde_json::Value = serde_json::from_str(stdout(&ndd(&args)).trim()).unwrap();
-    v["hits"]
+    let answers = ix.query(&[probe], &args);
+    assert_eq!(answers.len(), 1);
+    answers[0]["hits"]
         .as_array()
         .unwrap()
         .iter()
@@ -147,21 +137,19 @@ fn simhash_tables_find_every_pair_within_k() {
     write(&dir.path().join("in"), &docs);
     let sims: Vec<u64> = docs.iter().map(|(_, t)| simhash(&canon(t))).collect();
     for (k, blocks) in [(3u32, 6u32), (6, 8)] {
-        let ix = dir.path().join(format!("ix{k}"));
+        let ix = TestIndex::at(dir.path().join(format!("ix{k}")));
         let (ks, bs) = (k.to_string(), blocks.to_string());
-        ndd(&[
-            "ingest",
-            "--index",
-            ix.to_str().unwrap(),
-            "-q",
-            "--methods",
-            "simhash",
-            "--simhash-k",
-            &ks,
-            "--simhash-blocks",
-            &bs,
-            dir.path().join("in").to_str().unwrap(),
-        ]);
+        ix.ingest(
+            &[dir.path().join("in")],
+            &[
+                "--methods",
+                "simhash",
+                "--simhash-k",
+                &ks,
+                "--simhash-blocks",
+                &bs,
+            ],
+        );
         let want = brute(&docs, |i, j| hamming(sims[i], sims[j]) <= k);
         assert!(
             want.len() > 100,
@@ -171,14 +159,7 @@ fn simhash_tables_find_every_pair_within_k() {
         let got = pairs_of(&ix, "simhash", &[]);
         assert_eq!(got, want, "k={k} blocks={blocks}");
         // Reported Hamming distances and similarities are the true ones.
-        let json = stdout(&ndd(&[
-            "pairs",
-            "--index",
-            ix.to_str().unwrap(),
-            "--method",
-            "simhash",
-            "--json",
-        ]));
+        let json = ix.stdout(&["pairs", "--method", "simhash", "--json"]);
         let idx: HashMap<String, usize> = docs
             .iter()
             .enumerate()
@@ -222,16 +203,11 @@ fn dsc_combined_and_exact_match_brute_force() {
     }
     let dir = temp_dir("m-dsc");
     write(&dir.path().join("in"), &docs);
-    let ix = dir.path().join("ix");
-    ndd(&[
-        "ingest",
-        "--index",
-        ix.to_str().unwrap(),
-        "-q",
-        "--methods",
-        "dsc-ss,combined,exact",
-        dir.path().join("in").to_str().unwrap(),
-    ]);
+    let ix = TestIndex::at(dir.path().join("ix"));
+    ix.ingest(
+        &[dir.path().join("in")],
+        &["--methods", "dsc-ss,combined,exact"],
+    );
     let o = DscOptions::default();
     let fo = FingerprintOptions::default();
     let texts: Vec<String> = docs.iter().map(|(_, t)| canon(t)).collect();
@@ -269,25 +245,9 @@ fn dsc_combined_and_exact_match_brute_force() {
     let query_keys = |m: &str, i: usize, extra: &[&str]| -> BTreeSet<String> {
         let probe = dir.path().join(format!("probe{i}.txt"));
         std::fs::write(&probe, &docs[i].1).unwrap();
-        let mut args = vec![
-            "query",
-            "--index",
-            ix.to_str().unwrap(),
-            "--method",
-            m,
-            "--top",
-            "0",
-            "--json",
-        ];
+        let mut args = vec!["--top", "0"];
         args.extend_from_slice(extra);
-        args.push(probe.to_str().unwrap());
-        let v: serde_json::Value = serde_json::from_str(stdout(&ndd(&args)).trim()).unwrap();
-        v["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| base_name(h["key"].as_str().unwrap()))
-            .collect()
+        query_hits(&ix, m, &probe, &args)
     };
     for i in [0usize, 1, 6, 30] {
         let want: BTreeSet<String> = (0..docs.len())
@@ -315,32 +275,23 @@ fn dsc_combined_and_exact_match_brute_force() {
     }
 
     // With sampled features, min-hash still runs over the full shingle set: same pairs.
-    let ix2 = dir.path().join("ix-sampled");
-    ndd(&[
-        "ingest",
-        "--index",
-        ix2.to_str().unwrap(),
-        "-q",
-        "--sample",
-        "bottomk:16",
-        "--methods",
-        "dsc-ss",
-        dir.path().join("in").to_str().unwrap(),
-    ]);
+    let ix2 = TestIndex::at(dir.path().join("ix-sampled"));
+    ix2.ingest(
+        &[dir.path().join("in")],
+        &["--sample", "bottomk:16", "--methods", "dsc-ss"],
+    );
     assert_eq!(pairs_of(&ix2, "dsc-ss", &[]), want);
 
     let want_e = brute(&docs, |i, j| texts[i] == texts[j]);
     assert!(want_e.len() >= 3); // the dups, and variants drawn with no edit
     assert_eq!(pairs_of(&ix, "exact", &[]), want_e);
-    let clusters = stdout(&ndd(&[
-        "clusters",
-        "--index",
-        ix.to_str().unwrap(),
-        "--method",
-        "exact",
-    ]));
+    let clustered: usize = ix
+        .clusters_with(&["--method", "exact"])
+        .iter()
+        .map(|c| c.members.len())
+        .sum();
     let members: BTreeSet<&String> = want_e.iter().flat_map(|(a, b)| [a, b]).collect();
-    assert_eq!(clusters.lines().count(), members.len());
+    assert_eq!(clustered, members.len());
 }
 
 #[test]
@@ -365,16 +316,8 @@ fn imatch_one_cluster_per_document_and_stable_signatures() {
     }
     let dir = temp_dir("m-imatch");
     write(&dir.path().join("in1"), &docs);
-    let ix = dir.path().join("ix");
-    ndd(&[
-        "ingest",
-        "--index",
-        ix.to_str().unwrap(),
-        "-q",
-        "--methods",
-        "imatch",
-        dir.path().join("in1").to_str().unwrap(),
-    ]);
+    let ix = TestIndex::at(dir.path().join("ix"));
+    ix.ingest(&[dir.path().join("in1")], &["--methods", "imatch"]);
     // A second batch: variants that add words the frozen lexicon has never seen.
     let later: Vec<(String, String)> = (0..30)
         .map(|b| {
@@ -385,15 +328,9 @@ fn imatch_one_cluster_per_document_and_stable_signatures() {
         })
         .collect();
     write(&dir.path().join("in2"), &later);
-    ndd(&[
-        "ingest",
-        "--index",
-        ix.to_str().unwrap(),
-        "-q",
-        dir.path().join("in2").to_str().unwrap(),
-    ]);
+    ix.ingest(&[dir.path().join("in2")], &[]);
 
-    let index = Index::open(&ix).unwrap();
+    let index = Index::open(ix.path()).unwrap();
     let classes = method::imatch::signature_classes(index.view()).unwrap();
     let mut seen: Vec<u32> = classes.iter().flatten().copied().collect();
     seen.sort_unstable();
@@ -418,14 +355,12 @@ fn imatch_one_cluster_per_document_and_stable_signatures() {
         }
     }
     assert_eq!(got, want);
-    let clusters = stdout(&ndd(&[
-        "clusters",
-        "--index",
-        ix.to_str().unwrap(),
-        "--method",
-        "imatch",
-    ]));
-    assert_eq!(clusters.lines().count(), 90);
+    let clustered: usize = ix
+        .clusters_with(&["--method", "imatch"])
+        .iter()
+        .map(|c| c.members.len())
+        .sum();
+    assert_eq!(clustered, 90);
     // A query: the original with a word the lexicon has never seen, in another order.
     let probe = dir.path().join("probe.txt");
     let mut w = bases[4].clone();
@@ -444,36 +379,20 @@ fn method_options_are_checked_and_persisted() {
     let dir = temp_dir("m-opts");
     let docs = corpus(3, 3, 1);
     write(&dir.path().join("in"), &docs);
-    let ix = dir.path().join("ix");
-    let ixs = ix.to_str().unwrap();
+    let ix = TestIndex::at(dir.path().join("ix"));
     let input = dir.path().join("in");
-    ndd(&["ingest", "--index", ixs, "-q", input.to_str().unwrap()]);
+    ix.ingest(&[&input], &[]);
     // Default: simhash tables only; dsc-ss was not stored.
-    let out = common::ndd_raw(&["pairs", "--index", ixs, "--method", "dsc-ss"]);
+    let out = ix.run_raw(&["pairs", "--method", "dsc-ss"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--methods dsc-ss"));
     // Other method options for an existing index conflict.
-    let out = common::ndd_raw(&[
-        "ingest",
-        "--index",
-        ixs,
-        "--methods",
-        "all",
-        input.to_str().unwrap(),
-    ]);
+    let out = ix.run_raw(&["ingest", "--methods", "all", input.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     // Parameters without --methods are refused.
-    let out = common::ndd_raw(&[
-        "ingest",
-        "--index",
-        ixs,
-        "--simhash-k",
-        "4",
-        input.to_str().unwrap(),
-    ]);
+    let out = ix.run_raw(&["ingest", "--simhash-k", "4", input.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    let stats = stdout(&ndd(&["stats", "--index", ixs, "--json"]));
-    let v: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    let v = ix.stats();
     assert_eq!(v["options"]["methods"]["simhash"]["k"], 3);
 }
 
@@ -484,17 +403,8 @@ fn eval_scores_pairs_and_labels() {
     let docs = corpus(21, 25, 4);
     let dir = temp_dir("m-eval");
     write(&dir.path().join("in"), &docs);
-    let ix = dir.path().join("ix");
-    let ixs = ix.to_str().unwrap();
-    ndd(&[
-        "ingest",
-        "--index",
-        ixs,
-        "-q",
-        "--methods",
-        "exact",
-        dir.path().join("in").to_str().unwrap(),
-    ]);
+    let ix = TestIndex::at(dir.path().join("ix"));
+    ix.ingest(&[dir.path().join("in")], &["--methods", "exact"]);
     let fo = FingerprintOptions::default();
     let sets: Vec<Vec<u64>> = docs
         .iter()
@@ -519,19 +429,15 @@ fn eval_scores_pairs_and_labels() {
     assert!(at8 > 20, "too few pairs at 0.8: {at8}");
     let tp = dir.path().join("truth.tsv");
     std::fs::write(&tp, truth).unwrap();
-    let out = stdout(&ndd(&[
+    let v = ix.json(&[
         "eval",
-        "--index",
-        ixs,
         "--truth",
         tp.to_str().unwrap(),
         "--thresholds",
         "0.5,0.8",
         "--method",
         "shingle,exact,dsc-ss",
-        "--json",
-    ]));
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    ]);
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 4); // dsc-ss is not stored: skipped, and said so
     assert_eq!(v["skipped"][0]["method"], "dsc-ss");
@@ -553,19 +459,15 @@ fn eval_scores_pairs_and_labels() {
     }
     let lp = dir.path().join("labels.tsv");
     std::fs::write(&lp, labels).unwrap();
-    let out = stdout(&ndd(&[
+    let v = ix.json(&[
         "eval",
-        "--index",
-        ixs,
         "--truth",
         lp.to_str().unwrap(),
         "--thresholds",
         "0.3",
         "--method",
         "shingle",
-        "--json",
-    ]));
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    ]);
     let r = &v["rows"][0];
     assert_eq!(r["positives"], 25 * 10); // C(5, 2) pairs per base
                                          // At 0.3 every variant (at most 8 of 150 words edited) resembles its base: one cluster each.

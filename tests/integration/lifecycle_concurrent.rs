@@ -2,14 +2,12 @@
 //! equals the answer of some published state (after 0, 1, ..., n batches, or after the
 //! compaction), never a mix. A second writer is refused with exit code 4 naming the holder.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::*;
+use crate::common::*;
 use ndd_index::canonicalize::DocFormat;
 use ndd_index::query::QueryOptions;
 use ndd_index::{Error, Index};
@@ -65,19 +63,20 @@ fn answer(idx: &Path, query: &[u8]) -> Result<Answer, Error> {
         .collect())
 }
 
-fn ingest(idx: &Path, dir: &Path, b: usize) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ndd-index"))
-        .args([
-            "ingest",
-            "--quiet",
-            "--index",
-            idx.to_str().unwrap(),
-            "--batch",
-            &format!("n{b}"),
-        ])
-        .arg(dir.join(format!("b{b}")))
-        .output()
-        .unwrap()
+/// `ingest --quiet --batch nB DIR/bB`, not started.
+fn ingest_cmd(idx: &TestIndex, dir: &Path, b: usize) -> std::process::Command {
+    let input = dir.join(format!("b{b}"));
+    idx.cmd(&[
+        "ingest",
+        "--quiet",
+        "--batch",
+        &format!("n{b}"),
+        input.to_str().unwrap(),
+    ])
+}
+
+fn ingest(idx: &TestIndex, dir: &Path, b: usize) -> std::process::Output {
+    ingest_cmd(idx, dir, b).output().unwrap()
 }
 
 #[test]
@@ -97,21 +96,21 @@ fn readers_see_whole_publishes_while_ingest_and_compaction_run() {
     let query = format!("<body><p>{query_text}</p></body>").into_bytes();
 
     // Reference answers after each batch, from an index built without readers.
-    let reference = tmp.path().join("reference");
+    let reference = TestIndex::at(tmp.path().join("reference"));
     let mut valid: BTreeSet<Answer> = BTreeSet::new();
     for b in 0..BATCHES {
         assert!(ingest(&reference, tmp.path(), b).status.success());
-        valid.insert(answer(&reference, &query).unwrap());
+        valid.insert(answer(reference.path(), &query).unwrap());
     }
     assert_eq!(valid.len(), BATCHES, "each batch should change the answer");
 
-    let idx = tmp.path().join("live");
+    let idx = TestIndex::at(tmp.path().join("live"));
     let done = AtomicBool::new(false);
     let (answers, refused) = std::thread::scope(|s| {
         let reader = s.spawn(|| {
             let mut n = 0usize;
             while !done.load(Ordering::Acquire) {
-                match answer(&idx, &query) {
+                match answer(idx.path(), &query) {
                     Ok(a) => {
                         assert!(
                             a.is_empty() || valid.contains(&a),
@@ -138,16 +137,7 @@ fn readers_see_whole_publishes_while_ingest_and_compaction_run() {
             // Two writers race for the same batch: whichever loses while the other holds the
             // lock is refused with exit code 4 naming the holder; the other publishes the
             // batch (or finds it published already).
-            let child = Command::new(env!("CARGO_BIN_EXE_ndd-index"))
-                .args([
-                    "ingest",
-                    "--quiet",
-                    "--index",
-                    idx.to_str().unwrap(),
-                    "--batch",
-                    &format!("n{b}"),
-                ])
-                .arg(tmp.path().join(format!("b{b}")))
+            let child = ingest_cmd(&idx, tmp.path(), b)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -175,14 +165,14 @@ fn readers_see_whole_publishes_while_ingest_and_compaction_run() {
                 assert!(ingest(&idx, tmp.path(), b).status.success());
             }
         }
-        ndd(&["compact", "--full", "--index", idx.to_str().unwrap()]);
+        idx.compact(&["--full"]);
         drop(_stop);
         (reader.join().unwrap(), refused)
     });
     eprintln!("reader answers checked: {answers}; second writers refused: {refused}");
     assert!(answers > 0);
     assert_eq!(
-        answer(&idx, &query).unwrap(),
-        answer(&reference, &query).unwrap()
+        answer(idx.path(), &query).unwrap(),
+        answer(reference.path(), &query).unwrap()
     );
 }

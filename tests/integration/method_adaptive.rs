@@ -2,12 +2,10 @@
 //! table persisted and used the same way at ingest and query, `eval`'s precision by size
 //! group, and `tune` choosing ratios that reach a precision target.
 
-mod common;
-
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use ndd_index::canonicalize::{canonicalize, DocFormat};
 use ndd_index::fingerprint::adaptive::SizeGroups;
 use ndd_index::fingerprint::{fingerprint, FingerprintOptions, Sample};
@@ -45,20 +43,17 @@ fn corpus() -> Vec<(String, String)> {
     docs
 }
 
-fn setup(name: &str, sample: &[&str]) -> (tempfile::TempDir, Vec<(String, String)>) {
+/// The corpus in `<work>/in`, ingested with `sample` options into `<work>/idx`.
+fn setup(name: &str, sample: &[&str]) -> (TestIndex, Vec<(String, String)>) {
     let docs = corpus();
-    let dir = temp_dir(name);
-    let input = dir.path().join("in");
+    let ix = TestIndex::new(name);
+    let input = ix.work().join("in");
     std::fs::create_dir_all(&input).unwrap();
     for (k, t) in &docs {
         std::fs::write(input.join(k), t).unwrap();
     }
-    let ix = dir.path().join("ix");
-    let mut args = vec!["ingest", "-q", "--index", ix.to_str().unwrap()];
-    args.extend_from_slice(sample);
-    args.push(input.to_str().unwrap());
-    ndd(&args);
-    (dir, docs)
+    ix.ingest(&[&input], sample);
+    (ix, docs)
 }
 
 fn full_sets(docs: &[(String, String)]) -> Vec<Vec<u64>> {
@@ -78,32 +73,29 @@ fn base(k: &str) -> String {
 
 #[test]
 fn adaptive_sampling_is_persisted_and_matches_brute_force() {
-    let (dir, docs) = setup(
+    let (ix, docs) = setup(
         "adaptive",
         &["--sample", "adaptive", "--size-groups", GROUPS],
     );
-    let ix = dir.path().join("ix");
-    let ixs = ix.to_str().unwrap();
+    let input = ix.work().join("in");
     // Persisted (stats reopens the index) and checked against later creation options.
-    let st = stats_json(&ix);
+    let st = ix.stats();
     assert_eq!(
         st["options"]["sample"],
         format!("adaptive:{GROUPS}"),
         "{st}"
     );
-    let other = ndd_raw(&[
+    let other = ix.run_raw(&[
         "ingest",
         "-q",
-        "--index",
-        ixs,
         "--sample",
         "adaptive",
         "--size-groups",
         "0-200:1,200-:4",
-        dir.path().join("in").to_str().unwrap(),
+        input.to_str().unwrap(),
     ]);
     assert_eq!(other.status.code(), Some(2));
-    let alone = ndd_raw(&["ingest", "-q", "--index", ixs, "--size-groups", GROUPS, "x"]);
+    let alone = ix.run_raw(&["ingest", "-q", "--size-groups", GROUPS, "x"]);
     assert_eq!(alone.status.code(), Some(2));
 
     // The defining property: small documents keep every shingle, large ones 1 in 8.
@@ -130,29 +122,19 @@ fn adaptive_sampling_is_persisted_and_matches_brute_force() {
         }
     }
     assert!(want.len() > 100, "too few pairs: {}", want.len());
-    let out = stdout(&ndd(&["pairs", "--index", ixs, "--threshold", "0.5"]));
-    let got: BTreeSet<(String, String)> = parse_pairs(&out)
-        .into_keys()
+    let got: BTreeSet<(String, String)> = pair_keys(&ix.pairs("0.5"))
+        .into_iter()
         .map(|(a, b)| {
             let (a, b) = (base(&a), base(&b));
             (a.clone().min(b.clone()), a.max(b))
         })
         .collect();
     assert_eq!(got, want);
-    let probe = dir.path().join("in").join("b01v2.txt");
-    let q = stdout(&ndd(&[
-        "query",
-        "--index",
-        ixs,
-        "--threshold",
-        "0.5",
-        "--json",
-        probe.to_str().unwrap(),
-    ]));
+    let probe = input.join("b01v2.txt");
+    let q = ix.query(&[&probe], &["--threshold", "0.5"]);
     let hits: HashSet<String> = q
-        .lines()
-        .flat_map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        .iter()
+        .flat_map(|v| {
             v["hits"]
                 .as_array()
                 .unwrap()
@@ -195,26 +177,22 @@ fn write_truth(path: &Path, docs: &[(String, String)]) {
 
 #[test]
 fn eval_by_size_group_tune_and_unmatched_warning() {
-    let (dir, docs) = setup(
+    let (ix, docs) = setup(
         "adaptive-eval",
         &["--sample", "all", "--methods", "shingle"],
     );
-    let ix = dir.path().join("ix");
-    let ixs = ix.to_str().unwrap();
     // Keys are relative to the ingested folder; a truth keyed "in/..." matches none of them.
-    let tp = dir.path().join("truth.tsv");
+    let tp = ix.work().join("truth.tsv");
     write_truth(&tp, &docs);
-    let o = ndd(&[
+    let o = ix.run(&[
         "eval",
-        "--index",
-        ixs,
         "--truth",
         tp.to_str().unwrap(),
         "--method",
         "shingle",
         "--json",
     ]);
-    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let v = parse_json(&stdout(&o));
     assert!(
         v["warning"]
             .as_str()
@@ -226,22 +204,18 @@ fn eval_by_size_group_tune_and_unmatched_warning() {
 
     let fixed = std::fs::read_to_string(&tp).unwrap().replace("in/", "");
     std::fs::write(&tp, fixed).unwrap();
-    let eval = |ix: &str| -> serde_json::Value {
-        let o = ndd(&[
+    let eval = |ix: &TestIndex| -> serde_json::Value {
+        ix.json(&[
             "eval",
-            "--index",
-            ix,
             "--truth",
             tp.to_str().unwrap(),
             "--method",
             "shingle",
             "--thresholds",
             "0.8",
-            "--json",
-        ]);
-        serde_json::from_str(stdout(&o).trim()).unwrap()
+        ])
     };
-    let v = eval(ixs);
+    let v = eval(&ix);
     assert!(v.get("warning").is_none());
     let groups = v["rows"][0]["by_size_group"].as_array().unwrap();
     assert_eq!(groups.len(), 3); // the default table's groups
@@ -256,30 +230,26 @@ fn eval_by_size_group_tune_and_unmatched_warning() {
     }
 
     // tune: the chosen table, ingested, reaches the target in every group it says passes.
-    let out = stdout(&ndd(&[
+    let tv = ix.json(&[
         "tune",
-        "--index",
-        ixs,
         "--truth",
         tp.to_str().unwrap(),
         "--precision-target",
         "0.9",
         "--size-groups",
         GROUPS,
-        "--json",
-    ]));
-    let tv: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    ]);
     let table = tv["table"].as_str().unwrap().to_string();
     let chosen: SizeGroups = table.parse().unwrap();
     assert!(
         chosen.group(1).2 > 1,
         "large documents should be sampled: {table}"
     );
-    let (dir2, _) = setup(
+    let (ix2, _) = setup(
         "adaptive-tuned",
         &["--sample", "adaptive", "--size-groups", &table],
     );
-    let v2 = eval(dir2.path().join("ix").to_str().unwrap());
+    let v2 = eval(&ix2);
     let (tuned, measured) = (
         tv["groups"].as_array().unwrap(),
         v2["rows"][0]["by_size_group"].as_array().unwrap(),

@@ -1,11 +1,7 @@
 //! A reader that opened the index before a compaction keeps answering from its snapshot after
 //! the merged segment files are unlinked, and a reader opened afterwards gets the same answers.
 
-mod common;
-mod lifecycle;
-
-use common::*;
-use lifecycle::*;
+use crate::common::*;
 use ndd_index::{pipeline, CreateOptions, Index, Threshold};
 
 fn all_pairs(index: &Index) -> Vec<(u32, u32, u64)> {
@@ -21,7 +17,8 @@ fn old_readers_survive_compaction_and_new_readers_agree() {
     let w = temp_dir("lc-readers");
     let all = w.path().join("all");
     write_corpus(&all, 90, 5);
-    let idx = w.path().join("idx");
+    let ix = TestIndex::at(w.path().join("idx"));
+    let idx = ix.path();
     let mut names: Vec<_> = std::fs::read_dir(&all)
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -33,20 +30,14 @@ fn old_readers_survive_compaction_and_new_readers_agree() {
         for n in chunk {
             std::fs::copy(all.join(n), dir.join(n)).unwrap();
         }
-        ndd(&[
-            "ingest",
-            "--quiet",
-            "--index",
-            idx.to_str().unwrap(),
-            dir.to_str().unwrap(),
-        ]);
+        ix.ingest(&[&dir], &[]);
     }
-    let reader = Index::open(&idx).unwrap();
+    let reader = Index::open(idx).unwrap();
     let before = all_pairs(&reader);
     assert!(!before.is_empty());
     assert_eq!(reader.view().segments.len(), 3);
 
-    let mut writer = Index::open_writer(&idx, &CreateOptions::default()).unwrap();
+    let mut writer = Index::open_writer(idx, &CreateOptions::default()).unwrap();
     let s = writer.compact(true, &Default::default()).unwrap();
     assert_eq!(s.merged.len(), 3);
     for f in &s.merged {
@@ -59,7 +50,7 @@ fn old_readers_survive_compaction_and_new_readers_agree() {
     assert_eq!(all_pairs(&reader), before);
     assert_eq!(all_pairs(&writer), before);
     drop(writer);
-    let fresh = Index::open(&idx).unwrap();
+    let fresh = Index::open(idx).unwrap();
     assert_eq!(fresh.view().segments.len(), 1);
     assert_eq!(all_pairs(&fresh), before);
 }

@@ -1,37 +1,27 @@
 //! On the shared llvm-docs corpus, `--shingle-words 5 --sample all` must reproduce the exact
 //! ground truth: pairs, resemblance values, incremental batches, queries and clusters.
 
-mod common;
-
 use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use common::*;
+use crate::common::*;
 
 /// The corpus indexed in one batch (shared by the tests of this file).
-fn one_batch_index() -> Option<(PathBuf, PathBuf)> {
+fn one_batch_index() -> Option<(PathBuf, TestIndex)> {
     static IDX: OnceLock<Option<(PathBuf, PathBuf)>> = OnceLock::new();
-    IDX.get_or_init(|| {
-        let corpus = corpus_dir()?;
-        let docs = extracted(&corpus);
-        // A fixed path (replaced on every run) so that repeated runs leave nothing behind.
-        let idx = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("corpus-exact-one-batch.idx");
-        let _ = std::fs::remove_dir_all(&idx);
-        ndd(&[
-            "ingest",
-            "--quiet",
-            "--index",
-            idx.to_str()?,
-            "--shingle-words",
-            "5",
-            "--sample",
-            "all",
-            docs.to_str()?,
-        ]);
-        Some((corpus, idx))
-    })
-    .clone()
+    let (corpus, idx) = IDX
+        .get_or_init(|| {
+            let corpus = corpus_dir()?;
+            let docs = extracted(&corpus);
+            // A fixed path (replaced on every run) so that repeated runs leave nothing behind.
+            let idx = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("corpus-exact-one-batch.idx");
+            let _ = std::fs::remove_dir_all(&idx);
+            TestIndex::at(&idx).ingest(&[&docs], &["--shingle-words", "5", "--sample", "all"]);
+            Some((corpus, idx))
+        })
+        .clone()?;
+    Some((corpus, TestIndex::at(idx)))
 }
 
 #[test]
@@ -42,8 +32,7 @@ fn pairs_agree_with_exact_truth() {
     let truth = Truth::load(&corpus);
     let jac = truth.jaccard();
     for (t, min_pr) in [("0.8", 0.99), ("0.5", 0.98)] {
-        let out = ndd(&["pairs", "--index", idx.to_str().unwrap(), "--threshold", t]);
-        let found = parse_pairs(&stdout(&out));
+        let found = pair_map(&idx.pairs(t));
         let keys: HashSet<_> = found.keys().cloned().collect();
         let expect = truth.pairs_at(t.parse().unwrap());
         let (p, r) = precision_recall(&keys, &expect);
@@ -83,21 +72,10 @@ fn query_finds_truth_partners() {
         .iter()
         .map(|k| docs.join(k).to_string_lossy().into_owned())
         .collect();
-    let mut args = vec![
-        "query",
-        "--json",
-        "--index",
-        idx.to_str().unwrap(),
-        "--threshold",
-        "0.8",
-        "--top",
-        "0",
-    ];
-    args.extend(files.iter().map(|s| s.as_str()));
-    let out = stdout(&ndd(&args));
+    let answers = idx.query(&files, &["--threshold", "0.8", "--top", "0"]);
+    assert_eq!(answers.len(), chosen.len(), "one answer a probe");
     let (mut want, mut got) = (0usize, 0usize);
-    for (line, key) in out.lines().zip(&chosen) {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    for (v, key) in answers.iter().zip(&chosen) {
         let hits: HashSet<String> = v["hits"]
             .as_array()
             .unwrap()
@@ -139,59 +117,20 @@ fn three_batches_give_the_same_pairs_and_clusters_as_one() {
             batches.push(b);
         }
     }
-    let idx = work.path().join("idx");
+    let idx = TestIndex::at(work.path().join("idx"));
     for (i, b) in batches.iter().enumerate() {
-        let name = format!("night-{i}");
-        ndd(&[
-            "ingest",
-            "--quiet",
-            "--index",
-            idx.to_str().unwrap(),
-            "--batch",
-            &name,
-            b.to_str().unwrap(),
-        ]);
+        idx.ingest(&[b], &["--batch", &format!("night-{i}")]);
     }
-    let one = parse_pairs(&stdout(&ndd(&[
-        "pairs",
-        "--index",
-        idx_one.to_str().unwrap(),
-        "--threshold",
-        "0.8",
-    ])));
-    let three = parse_pairs(&stdout(&ndd(&[
-        "pairs",
-        "--index",
-        idx.to_str().unwrap(),
-        "--threshold",
-        "0.8",
-    ])));
+    let one = pair_map(&idx_one.pairs("0.8"));
+    let three = pair_map(&idx.pairs("0.8"));
     let k1: HashSet<_> = one.keys().collect();
     let k3: HashSet<_> = three.keys().collect();
     assert_eq!(k1.len(), k3.len());
     assert!(k1 == k3, "one batch and three batches disagree");
 
     // The clusters kept incrementally are the connected components of the exact pairs.
-    let clusters = |idx: &PathBuf| -> HashSet<Vec<String>> {
-        let out = stdout(&ndd(&[
-            "clusters",
-            "--json",
-            "--index",
-            idx.to_str().unwrap(),
-        ]));
-        out.lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                let mut m: Vec<String> = v["members"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|k| k.as_str().unwrap().to_owned())
-                    .collect();
-                m.sort();
-                m
-            })
-            .collect()
+    let clusters = |idx: &TestIndex| -> HashSet<Vec<String>> {
+        idx.clusters().iter().map(Cluster::sorted).collect()
     };
     let c3 = clusters(&idx);
     let c1 = clusters(&idx_one);

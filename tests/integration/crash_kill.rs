@@ -3,13 +3,11 @@
 //! gives exactly the index an uninterrupted run gives (no acknowledged document lost, nothing
 //! half-published). Rounds: `NDD_CRASH_ROUNDS` (default 100).
 
-mod common;
-
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// Writes `n` synthetic pages per batch into `dir/b<i>`: random words from a small vocabulary
 /// plus shared boilerplate, every fourth page a light edit of the previous one.
@@ -44,77 +42,52 @@ fn write_batches(dir: &Path, batches: usize, n: usize) {
     }
 }
 
-fn pairs(idx: &Path) -> String {
-    stdout(&ndd(&[
-        "pairs",
-        "--index",
-        idx.to_str().unwrap(),
-        "--threshold",
-        "0.5",
-    ]))
-}
-
 #[test]
 fn killed_ingests_publish_whole_batches_or_nothing() {
-    let rounds: u64 = std::env::var("NDD_CRASH_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
+    let rounds = env_count("NDD_CRASH_ROUNDS", 100);
     let tmp = temp_dir("crash");
     let (batches, per_batch) = (3, 120);
     write_batches(tmp.path(), batches, per_batch);
-    let bin = env!("CARGO_BIN_EXE_ndd-index");
-    let ingest_args = |idx: &Path, b: usize| -> Vec<String> {
-        vec![
-            "ingest".into(),
-            "--quiet".into(),
-            "--index".into(),
-            idx.to_string_lossy().into_owned(),
-            "--batch".into(),
-            format!("night-{b}"),
-            tmp.path()
-                .join(format!("b{b}"))
-                .to_string_lossy()
-                .into_owned(),
-        ]
+    // `ingest --quiet --batch night-B DIR/bB`, not started.
+    let ingest = |idx: &TestIndex, b: usize| {
+        let dir = tmp.path().join(format!("b{b}"));
+        idx.cmd(&[
+            "ingest",
+            "--quiet",
+            "--batch",
+            &format!("night-{b}"),
+            dir.to_str().unwrap(),
+        ])
     };
 
     // The uninterrupted reference, and how long one batch takes (to spread the kills over it).
-    let reference = tmp.path().join("reference");
+    let reference = TestIndex::at(tmp.path().join("reference"));
     let t0 = std::time::Instant::now();
     for b in 0..batches {
-        let st = Command::new(bin)
-            .args(ingest_args(&reference, b))
-            .status()
-            .unwrap();
+        let st = ingest(&reference, b).status().unwrap();
         assert!(st.success());
     }
     let per_batch_ms = (t0.elapsed().as_millis() as u64 / batches as u64).max(5);
-    let want_pairs = pairs(&reference);
+    let want_pairs = reference.pairs("0.5");
     assert!(
-        want_pairs.lines().count() > 10,
+        want_pairs.len() > 10,
         "the corpus should have near-duplicates"
     );
 
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     let (mut killed, mut completed) = (0, 0);
     for round in 0..rounds {
-        let idx = tmp.path().join(format!("r{round}"));
+        let idx = TestIndex::at(tmp.path().join(format!("r{round}")));
         // Batches before the victim complete normally; the victim is killed at a random moment.
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let victim = (seed >> 33) as usize % batches;
         for b in 0..victim {
-            assert!(Command::new(bin)
-                .args(ingest_args(&idx, b))
-                .status()
-                .unwrap()
-                .success());
+            assert!(ingest(&idx, b).status().unwrap().success());
         }
         let delay = (seed >> 40) % (per_batch_ms * 12 / 10 + 1);
-        let mut child = Command::new(bin)
-            .args(ingest_args(&idx, victim))
+        let mut child = ingest(&idx, victim)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -131,7 +104,7 @@ fn killed_ingests_publish_whole_batches_or_nothing() {
 
         // The index opens and holds whole batches only. A kill while the very first batch
         // was creating the index may leave no index at all, which readers must say clearly.
-        let probe = ndd_raw(&["stats", "--json", "--index", idx.to_str().unwrap()]);
+        let probe = idx.run_raw(&["stats", "--json"]);
         if probe.status.success() {
             let s: serde_json::Value = serde_json::from_slice(&probe.stdout).unwrap();
             let docs = s["documents"].as_u64().unwrap();
@@ -145,7 +118,7 @@ fn killed_ingests_publish_whole_batches_or_nothing() {
                 nb * per_batch as u64,
                 "round {round}: a batch is partly visible: {s}"
             );
-            pairs(&idx); // every published segment reads back without error
+            idx.pairs("0.5"); // every published segment reads back without error
         } else {
             let err = String::from_utf8_lossy(&probe.stderr);
             assert_eq!(
@@ -159,29 +132,27 @@ fn killed_ingests_publish_whole_batches_or_nothing() {
         }
         // Re-running every batch converges on the reference, and leaves no orphan file.
         for b in 0..batches {
-            assert!(Command::new(bin)
-                .args(ingest_args(&idx, b))
-                .status()
-                .unwrap()
-                .success());
+            assert!(ingest(&idx, b).status().unwrap().success());
         }
         assert_eq!(
-            pairs(&idx),
+            idx.pairs("0.5"),
             want_pairs,
             "round {round}: pairs differ from the uninterrupted run"
         );
-        let s = stats_json(&idx);
+        let s = idx.stats();
         assert_eq!(
             s["documents"].as_u64().unwrap(),
             (batches * per_batch) as u64
         );
-        let seg_files = std::fs::read_dir(idx.join("segments")).unwrap().count();
+        let seg_files = std::fs::read_dir(idx.path().join("segments"))
+            .unwrap()
+            .count();
         assert_eq!(
             seg_files,
             s["segments"].as_array().unwrap().len(),
             "round {round}: orphan segment files"
         );
-        std::fs::remove_dir_all(&idx).unwrap();
+        std::fs::remove_dir_all(idx.path()).unwrap();
     }
     eprintln!(
         "crash rounds: {rounds}, killed mid-ingest {killed}, finished before the kill {completed}"

@@ -2,11 +2,9 @@
 //! boilerplate is a large share of every page): the limit cuts the postings visited by `pairs`
 //! and keeps every planted near-duplicate pair that the exact (unlimited) run finds.
 
-mod common;
-
 use std::collections::HashSet;
 
-use common::*;
+use crate::common::*;
 
 fn stats_of(o: &std::process::Output) -> serde_json::Value {
     let err = String::from_utf8_lossy(&o.stderr);
@@ -33,55 +31,22 @@ fn max_df_cuts_postings_and_keeps_planted_recall() {
     ]);
     let truth = gen_truth(&corpus);
     let docs = corpus.join("batch-01");
-    let free = tmp.path().join("free");
-    let lim = tmp.path().join("lim");
+    let free = TestIndex::at(tmp.path().join("free"));
+    let lim = TestIndex::at(tmp.path().join("lim"));
     // Clusters kept at 0.5, so the ingest's own matching probes half of every page.
-    ndd(&[
-        "ingest",
-        "--quiet",
-        "--cluster-threshold",
-        "0.5",
-        "--index",
-        free.to_str().unwrap(),
-        docs.to_str().unwrap(),
-    ]);
-    let sum = ndd(&[
-        "ingest",
-        "--quiet",
-        "--json",
-        "--max-df",
-        "100",
-        "--cluster-threshold",
-        "0.5",
-        "--index",
-        lim.to_str().unwrap(),
-        docs.to_str().unwrap(),
-    ]);
-    let sum: serde_json::Value = serde_json::from_str(stdout(&sum).trim()).unwrap();
+    free.ingest(&[&docs], &["--cluster-threshold", "0.5"]);
+    let sum = lim.ingest(&[&docs], &["--max-df", "100", "--cluster-threshold", "0.5"]);
     assert!(sum["max_df_probes_cut"].as_u64().unwrap() > 0, "{sum}");
     // The creation option is stored: giving another value later is a conflict.
-    let clash = ndd_raw(&[
-        "ingest",
-        "--max-df",
-        "50",
-        "--index",
-        lim.to_str().unwrap(),
-        docs.to_str().unwrap(),
-    ]);
+    let clash = lim.run_raw(&["ingest", "--max-df", "50", docs.to_str().unwrap()]);
     assert!(!clash.status.success());
 
-    let pairs = |idx: &std::path::Path, extra: &[&str]| {
-        let mut args = vec![
-            "pairs",
-            "--stats",
-            "--threshold",
-            "0.5",
-            "--index",
-            idx.to_str().unwrap(),
-        ];
+    // `pairs --stats` keeps printing pairs on stdout; the stats line goes to stderr.
+    let pairs = |idx: &TestIndex, extra: &[&str]| {
+        let mut args = vec!["pairs", "--stats", "--threshold", "0.5"];
         args.extend_from_slice(extra);
-        let o = ndd(&args);
-        (parse_pairs(&stdout(&o)), stats_of(&o))
+        let o = idx.run(&args);
+        (pair_map(&parse_pair_lines(&stdout(&o))), stats_of(&o))
     };
     let (exact, s_exact) = pairs(&free, &["--matching", "join"]);
     let (cut, s_cut) = pairs(&lim, &["--matching", "join"]);

@@ -1,27 +1,17 @@
 //! `verify` finds damage with the right file and offset, and reads of damaged blocks fail with
 //! a checksum error instead of serving data.
 
-mod common;
-mod lifecycle;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
-use lifecycle::*;
+use crate::common::*;
 
-fn build(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let work = temp_dir(name);
-    let docs = work.path().join("docs");
+/// 120 documents of `write_corpus` in `<work>/docs`, ingested into `<work>/idx`.
+fn build(name: &str) -> (TestIndex, PathBuf) {
+    let idx = TestIndex::new(name);
+    let docs = idx.work().join("docs");
     write_corpus(&docs, 120, 7);
-    let idx = work.path().join("idx");
-    ndd(&[
-        "ingest",
-        "--quiet",
-        "--index",
-        idx.to_str().unwrap(),
-        docs.to_str().unwrap(),
-    ]);
-    (work, docs, idx)
+    idx.ingest(&[&docs], &[]);
+    (idx, docs)
 }
 
 fn flip(path: &Path, at: u64) {
@@ -30,17 +20,11 @@ fn flip(path: &Path, at: u64) {
     std::fs::write(path, b).unwrap();
 }
 
-fn verify_json(idx: &Path) -> (i32, serde_json::Value) {
-    let out = ndd_raw(&["verify", "--json", "--index", idx.to_str().unwrap()]);
-    let v = serde_json::from_str(stdout(&out).trim()).expect("verify --json output");
-    (out.status.code().unwrap(), v)
-}
-
 #[test]
 fn clean_index_verifies() {
-    let (_w, _docs, idx) = build("verify-clean");
-    let (code, v) = verify_json(&idx);
-    assert_eq!(code, 0, "{v}");
+    let (idx, _docs) = build("verify-clean");
+    let (code, v) = idx.verify_status();
+    assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["problems"].as_array().unwrap().len(), 0);
     assert_eq!(v["live_documents"], 120);
     assert!(v["blocks"].as_u64().unwrap() > 0);
@@ -48,16 +32,16 @@ fn clean_index_verifies() {
 
 #[test]
 fn bit_flips_are_reported_with_file_and_offset_and_never_served() {
-    let (_w, docs, idx) = build("verify-flip");
-    let seg = idx.join("segments/seg-00000001.ndds");
+    let (idx, docs) = build("verify-flip");
+    let seg = idx.path().join("segments/seg-00000001.ndds");
     let len = std::fs::metadata(&seg).unwrap().len();
     // The forward table is written first: its first block starts right after the 16-byte
     // header and holds doc 0. A second flip lands in the middle of the file (postings).
     let (a, b) = (16 + 40, len / 2);
     flip(&seg, a);
     flip(&seg, b);
-    let (code, v) = verify_json(&idx);
-    assert_eq!(code, 5, "verify must exit 5 on damage: {v}");
+    let (code, v) = idx.verify_status();
+    assert_eq!(code, Some(5), "verify must exit 5 on damage: {v}");
     let problems = v["problems"].as_array().unwrap();
     let seg_name = seg.display().to_string();
     for at in [a, b] {
@@ -74,18 +58,12 @@ fn bit_flips_are_reported_with_file_and_offset_and_never_served() {
         );
     }
     // Text output names the file and offset too.
-    let out = ndd_raw(&["verify", "--index", idx.to_str().unwrap()]);
+    let out = idx.run_raw(&["verify"]);
     assert_eq!(out.status.code(), Some(5));
     assert!(stdout(&out).contains(&format!("{seg_name}: offset 16")));
 
     // Reads: the damaged forward block of doc 0 is touched by pairs and by a query of doc 0.
-    let out = ndd_raw(&[
-        "pairs",
-        "--index",
-        idx.to_str().unwrap(),
-        "--threshold",
-        "0.8",
-    ]);
+    let out = idx.run_raw(&["pairs", "--threshold", "0.8"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -97,31 +75,26 @@ fn bit_flips_are_reported_with_file_and_offset_and_never_served() {
         "no pairs may be served from damaged data"
     );
     let q = docs.join("doc-0000.html");
-    let out = ndd_raw(&[
-        "query",
-        "--index",
-        idx.to_str().unwrap(),
-        q.to_str().unwrap(),
-    ]);
+    let out = idx.run_raw(&["query", q.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("checksum mismatch"));
 }
 
 #[test]
 fn missing_segment_and_catalog_mismatches_are_reported() {
-    let (_w, _docs, idx) = build("verify-missing");
-    let seg = idx.join("segments/seg-00000001.ndds");
+    let (idx, _docs) = build("verify-missing");
+    let seg = idx.path().join("segments/seg-00000001.ndds");
     // Truncation: the size no longer matches the manifest.
     let b = std::fs::read(&seg).unwrap();
     std::fs::write(&seg, &b[..b.len() - 1]).unwrap();
-    let (code, v) = verify_json(&idx);
-    assert_eq!(code, 5);
+    let (code, v) = idx.verify_status();
+    assert_eq!(code, Some(5));
     let text = v.to_string();
     assert!(text.contains("the manifest says"), "{text}");
     // Gone: reported, and every live document then lacks its forward list.
     std::fs::remove_file(&seg).unwrap();
-    let (code, v) = verify_json(&idx);
-    assert_eq!(code, 5);
+    let (code, v) = idx.verify_status();
+    assert_eq!(code, Some(5));
     let problems = v["problems"].as_array().unwrap();
     assert!(problems
         .iter()
@@ -138,6 +111,6 @@ fn missing_segment_and_catalog_mismatches_are_reported() {
 #[test]
 fn not_an_index_is_a_plain_failure() {
     let w = temp_dir("verify-none");
-    let out = ndd_raw(&["verify", "--index", w.path().to_str().unwrap()]);
+    let out = TestIndex::at(w.path()).run_raw(&["verify"]);
     assert_eq!(out.status.code(), Some(1));
 }

@@ -6,28 +6,18 @@
 //! Rounds: `NDD_CRASH_OPS_ROUNDS` (default 48, spread over the three operations; the ingest
 //! rounds of `crash_kill.rs` come on top).
 
-mod common;
-mod lifecycle;
-
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::*;
-use lifecycle::*;
-
-const BIN: &str = env!("CARGO_BIN_EXE_ndd-index");
-
-fn s(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
-}
+use crate::common::*;
 
 fn keys(range: std::ops::Range<usize>) -> Vec<String> {
     range.map(|i| format!("doc-{i:04}.html")).collect()
 }
 
-/// The arguments of one operation on `idx` (files are relative to the corpus dir, the cwd).
-fn op_args(op: usize, idx: &Path) -> Vec<String> {
+/// The arguments of one operation (files are relative to the corpus dir, the cwd).
+fn op_args(op: usize) -> Vec<String> {
     let mut a: Vec<String> = match op {
         // 8 documents (two planted clusters) into a delta of 8: passes --fold-docs 12, folds.
         0 => vec![
@@ -40,7 +30,6 @@ fn op_args(op: usize, idx: &Path) -> Vec<String> {
         1 => vec!["delete".into()],
         _ => vec!["compact".into(), "--full".into()],
     };
-    a.extend(["--index".into(), s(idx)]);
     match op {
         0 => a.extend(keys(128..136)),
         1 => a.extend(
@@ -58,10 +47,15 @@ fn op_args(op: usize, idx: &Path) -> Vec<String> {
     a
 }
 
-fn run_op(op: usize, idx: &Path, corpus: &Path) -> bool {
-    Command::new(BIN)
-        .args(op_args(op, idx))
-        .current_dir(corpus)
+/// `ndd-index` running operation `op` on `idx` from the corpus dir, not started.
+fn op_cmd(op: usize, idx: &TestIndex, corpus: &Path) -> std::process::Command {
+    let a = op_args(op);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    idx.in_dir(corpus).cmd(&a)
+}
+
+fn run_op(op: usize, idx: &TestIndex, corpus: &Path) -> bool {
+    op_cmd(op, idx, corpus)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -70,8 +64,8 @@ fn run_op(op: usize, idx: &Path, corpus: &Path) -> bool {
 }
 
 /// Live documents among `keys`.
-fn live(idx: &Path, keys: &[String]) -> usize {
-    let index = ndd_index::Index::open(idx).unwrap();
+fn live(idx: &TestIndex, keys: &[String]) -> usize {
+    let index = ndd_index::Index::open(idx.path()).unwrap();
     keys.iter()
         .filter(|k| {
             index
@@ -83,24 +77,21 @@ fn live(idx: &Path, keys: &[String]) -> usize {
         .count()
 }
 
-fn pairs(idx: &Path) -> String {
-    stdout(&ndd(&["pairs", "--index", &s(idx), "--threshold", "0.5"]))
-        + &stdout(&ndd(&["clusters", "--index", &s(idx)]))
+/// The answers compared across kills: pairs at 0.5 and the clusters kept at ingest.
+fn answers(idx: &TestIndex) -> (Vec<Pair>, Vec<Cluster>) {
+    (idx.pairs("0.5"), idx.clusters())
 }
 
-fn assert_verifies(idx: &Path, what: &str) {
-    let out = ndd_raw(&["verify", "--index", &s(idx)]);
-    assert!(
-        out.status.success(),
-        "{what}: verify failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+fn assert_verifies(idx: &TestIndex, what: &str) {
+    let (code, v) = idx.verify_status();
+    assert_eq!(code, Some(0), "{what}: verify failed: {v}");
 }
 
-fn no_orphans(idx: &Path, what: &str) {
-    let files = std::fs::read_dir(idx.join("segments")).unwrap().count();
-    let m = ndd_index::Index::open(idx)
+fn no_orphans(idx: &TestIndex, what: &str) {
+    let files = std::fs::read_dir(idx.path().join("segments"))
+        .unwrap()
+        .count();
+    let m = ndd_index::Index::open(idx.path())
         .unwrap()
         .catalog()
         .manifest()
@@ -110,10 +101,7 @@ fn no_orphans(idx: &Path, what: &str) {
 
 #[test]
 fn killed_adds_deletes_and_compactions_keep_the_index_whole() {
-    let rounds: u64 = std::env::var("NDD_CRASH_OPS_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(48);
+    let rounds = env_count("NDD_CRASH_OPS_ROUNDS", 48);
     let tmp = temp_dir("crash-ops");
     let corpus = tmp.path().join("c");
     write_corpus(&corpus, 140, 11);
@@ -123,39 +111,33 @@ fn killed_adds_deletes_and_compactions_keep_the_index_whole() {
         std::fs::copy(corpus.join(&k), first.join(&k)).unwrap();
     }
     // The base: one ingested batch, then 8 acknowledged adds in the delta.
-    let base = tmp.path().join("base");
-    ndd(&["ingest", "--quiet", "--index", &s(&base), &s(&first)]);
+    let base = TestIndex::at(tmp.path().join("base"));
+    base.ingest(&[&first], &[]);
     let acked = keys(120..128);
     for pair in acked.chunks(2) {
-        let st = Command::new(BIN)
-            .args(["add", "--index", &s(&base), &pair[0], &pair[1]])
-            .current_dir(&corpus)
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success());
+        base.in_dir(&corpus).add(&[&pair[0], &pair[1]], &[]);
     }
     assert_eq!(live(&base, &acked), 8);
-    let base_pairs = pairs(&base);
+    let base_pairs = answers(&base);
 
     // Uninterrupted reference of each operation, and how long it takes.
     let mut want = Vec::new();
     let mut took = Vec::new();
     for op in 0..3 {
-        let r = tmp.path().join(format!("ref{op}"));
-        copy_dir(&base, &r);
+        let r = TestIndex::at(tmp.path().join(format!("ref{op}")));
+        copy_dir(base.path(), r.path());
         let t0 = Instant::now();
         assert!(run_op(op, &r, &corpus), "reference op {op} failed");
         took.push((t0.elapsed().as_millis() as u64).max(5));
         assert_verifies(&r, "reference");
-        want.push(pairs(&r));
+        want.push(answers(&r));
     }
     assert_eq!(want[2], base_pairs, "compaction changed an answer");
     assert_ne!(want[0], base_pairs, "the add should bring near-duplicates");
     assert_ne!(want[1], base_pairs, "the delete should remove pairs");
 
     let added = keys(128..136);
-    let deleted: Vec<String> = op_args(1, Path::new("x"))[3..].to_vec();
+    let deleted: Vec<String> = op_args(1)[1..].to_vec();
     let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
     let mut killed = [0u64; 3];
     for round in 0..rounds {
@@ -164,12 +146,10 @@ fn killed_adds_deletes_and_compactions_keep_the_index_whole() {
             .wrapping_add(1442695040888963407);
         let op = round as usize % 3;
         let what = format!("round {round} (op {op})");
-        let idx: PathBuf = tmp.path().join(format!("r{round}"));
-        copy_dir(&base, &idx);
+        let idx = TestIndex::at(tmp.path().join(format!("r{round}")));
+        copy_dir(base.path(), idx.path());
         let delay = (seed >> 33) % (took[op] * 12 / 10 + 1);
-        let mut child = Command::new(BIN)
-            .args(op_args(op, &idx))
-            .current_dir(&corpus)
+        let mut child = op_cmd(op, &idx, &corpus)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -219,7 +199,7 @@ fn killed_adds_deletes_and_compactions_keep_the_index_whole() {
                 );
             }
             _ => assert_eq!(
-                pairs(&idx),
+                answers(&idx),
                 base_pairs,
                 "{what}: a killed compaction changed an answer"
             ),
@@ -228,12 +208,12 @@ fn killed_adds_deletes_and_compactions_keep_the_index_whole() {
         assert!(run_op(op, &idx, &corpus), "{what}: re-run failed");
         assert_verifies(&idx, &what);
         assert_eq!(
-            pairs(&idx),
+            answers(&idx),
             want[op],
             "{what}: answers differ from the uninterrupted run"
         );
         no_orphans(&idx, &what);
-        std::fs::remove_dir_all(&idx).unwrap();
+        std::fs::remove_dir_all(idx.path()).unwrap();
     }
     eprintln!("crash rounds: {rounds}; killed mid-add/delete/compact: {killed:?}");
     let total: u64 = killed.iter().sum();

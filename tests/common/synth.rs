@@ -1,9 +1,11 @@
-//! Helpers of the lifecycle tests: a small deterministic corpus with planted near-duplicates,
-//! an index directory copier, and parsers of `pairs` / `clusters --json` output.
-#![allow(dead_code)]
+//! Small synthetic inputs and what tests derive from answers: a deterministic corpus with
+//! planted near-duplicates, an index directory copier, cluster maps and the connected
+//! components of pairs.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
+
+use super::{Cluster, Pair};
 
 /// xorshift64*: deterministic, no dependency.
 pub struct Rng(u64);
@@ -64,30 +66,13 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// `pairs` output as a sorted set of lines.
-pub fn pair_lines(text: &str) -> BTreeSet<String> {
-    text.lines().map(str::to_owned).collect()
+/// Clusters by id, each with its sorted member keys.
+pub fn cluster_map(clusters: &[Cluster]) -> HashMap<u64, Vec<String>> {
+    clusters.iter().map(|c| (c.id, c.sorted())).collect()
 }
 
-/// `clusters --json` output: cluster id -> sorted member keys.
-pub fn parse_clusters(text: &str) -> HashMap<u64, Vec<String>> {
-    text.lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let mut m: Vec<String> = v["members"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|k| k.as_str().unwrap().to_owned())
-                .collect();
-            m.sort();
-            (v["cluster"].as_u64().unwrap(), m)
-        })
-        .collect()
-}
-
-/// Connected components (2+ members, sorted) of the pairs in `pairs` output.
-pub fn components(pairs_text: &str) -> BTreeSet<Vec<String>> {
+/// Connected components (2+ members, sorted) of the pairs.
+pub fn components(pairs: &[Pair]) -> BTreeSet<Vec<String>> {
     let mut parent: HashMap<String, String> = HashMap::new();
     fn find(p: &mut HashMap<String, String>, x: &str) -> String {
         let mut x = x.to_owned();
@@ -99,9 +84,8 @@ pub fn components(pairs_text: &str) -> BTreeSet<Vec<String>> {
             x = px;
         }
     }
-    for l in pairs_text.lines() {
-        let f: Vec<&str> = l.split('\t').collect();
-        let (a, b) = (find(&mut parent, f[0]), find(&mut parent, f[1]));
+    for (ka, kb, _) in pairs {
+        let (a, b) = (find(&mut parent, ka), find(&mut parent, kb));
         if a != b {
             parent.insert(a, b);
         }
@@ -121,9 +105,17 @@ pub fn components(pairs_text: &str) -> BTreeSet<Vec<String>> {
         .collect()
 }
 
-/// Keys appearing in `pairs` output.
-pub fn keys_in_pairs(text: &str) -> HashSet<String> {
-    text.lines()
-        .flat_map(|l| l.split('\t').take(2).map(str::to_owned))
+/// Keys appearing in the pairs.
+pub fn keys_in_pairs(pairs: &[Pair]) -> HashSet<String> {
+    pairs
+        .iter()
+        .flat_map(|(a, b, _)| [a.clone(), b.clone()])
         .collect()
+}
+
+/// The pairs sorted by key pair (to compare pair sets whatever their printed order).
+pub fn by_keys(pairs: &[Pair]) -> Vec<Pair> {
+    let mut v = pairs.to_vec();
+    v.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+    v
 }

@@ -4,24 +4,17 @@
 //! cluster (after `add` and after `ingest`). Small generated corpora (`lifecycle::write_corpus`:
 //! every 4th document is an original followed by 2 near-duplicate variants).
 
-mod common;
-mod lifecycle;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
-use lifecycle::*;
+use crate::common::*;
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-/// A corpus of `n` documents in `work/c`, the first `ingested` ingested into `work/idx`.
-fn setup(work: &Path, n: usize, ingested: usize) -> (PathBuf, PathBuf) {
+/// A corpus of `n` documents in `work/c`, the first `ingested` ingested into `work/idx`; the
+/// index runs from `work/c` (so `add`'s keys are the bare file names, as ingest's).
+fn setup(work: &Path, n: usize, ingested: usize) -> (PathBuf, TestIndex) {
     setup_with(work, n, ingested, &[])
 }
 
-fn setup_with(work: &Path, n: usize, ingested: usize, create: &[&str]) -> (PathBuf, PathBuf) {
+fn setup_with(work: &Path, n: usize, ingested: usize, create: &[&str]) -> (PathBuf, TestIndex) {
     let c = work.join("c");
     write_corpus(&c, n, 7);
     let first = work.join("first");
@@ -30,87 +23,47 @@ fn setup_with(work: &Path, n: usize, ingested: usize, create: &[&str]) -> (PathB
         let f = format!("doc-{i:04}.html");
         std::fs::copy(c.join(&f), first.join(&f)).unwrap();
     }
-    let idx = work.join("idx");
-    let mut args = vec!["ingest", "--quiet", "--index", s(&idx)];
-    args.extend_from_slice(create);
-    args.push(s(&first));
-    ndd(&args);
-    (c, idx)
-}
-
-/// `add --json` from inside `dir` (so keys are the bare file names, as ingest's): the report
-/// lines and the summary.
-fn add(
-    idx: &Path,
-    dir: &Path,
-    files: &[&str],
-    extra: &[&str],
-) -> (Vec<serde_json::Value>, serde_json::Value) {
-    let idx = std::fs::canonicalize(idx).unwrap();
-    let mut args = vec!["add", "--json", "--index", s(&idx)];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(files);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ndd-index"))
-        .args(&args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "add failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let summary = lines.pop().unwrap();
-    (lines, summary)
-}
-
-fn verify_json(idx: &Path) -> serde_json::Value {
-    let out = ndd_raw(&["verify", "--json", "--index", s(idx)]);
-    assert!(
-        out.status.success(),
-        "verify failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let idx = TestIndex::at(work.join("idx"));
+    idx.ingest(&[&first], create);
+    (c.clone(), idx.in_dir(&c))
 }
 
 /// Every answer we compare across folds: pairs (shingle, and every other method the index
-/// stores), clusters, queries.
-fn answers(idx: &Path, probes: &[PathBuf]) -> String {
-    let mut out = stdout(&ndd(&["pairs", "--index", s(idx), "--threshold", "0.5"]));
-    out += &stdout(&ndd(&["pairs", "--index", s(idx), "--method", "simhash"]));
-    let methods = stats_json(idx)["options"]["methods"].clone();
-    if methods.get("dsc").is_some() {
-        for m in ["dsc-ss", "combined", "imatch", "exact"] {
-            out += &stdout(&ndd(&["pairs", "--index", s(idx), "--method", m]));
-        }
-        out += &stdout(&ndd(&["clusters", "--index", s(idx), "--method", "imatch"]));
-    }
-    out += &stdout(&ndd(&["clusters", "--json", "--index", s(idx)]));
-    let mut q = vec!["query", "--json", "--threshold", "0.5", "--index", s(idx)];
-    q.extend(probes.iter().map(|p| s(p)));
-    for l in stdout(&ndd(&q)).lines() {
-        let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-        v.as_object_mut().unwrap().remove("micros"); // timing, not part of the answer
-        out += &(v.to_string() + "\n");
-    }
-    out
+/// stores), clusters, queries (without their timing).
+#[derive(Debug, PartialEq)]
+struct Answers {
+    pairs: Vec<Vec<Pair>>,
+    clusters: Vec<Vec<Cluster>>,
+    queries: Vec<serde_json::Value>,
 }
 
-fn doc_id(idx: &Path, key: &str) -> u32 {
-    let index = ndd_index::Index::open(idx).unwrap();
+fn answers(idx: &TestIndex, probes: &[PathBuf]) -> Answers {
+    let mut pairs = vec![idx.pairs("0.5"), idx.pairs_with(&["--method", "simhash"])];
+    let mut clusters = vec![];
+    let methods = idx.stats()["options"]["methods"].clone();
+    if methods.get("dsc").is_some() {
+        for m in ["dsc-ss", "combined", "imatch", "exact"] {
+            pairs.push(idx.pairs_with(&["--method", m]));
+        }
+        clusters.push(idx.clusters_with(&["--method", "imatch"]));
+    }
+    clusters.push(idx.clusters());
+    let queries = idx.query(probes, &["--threshold", "0.5"]);
+    Answers {
+        pairs,
+        clusters,
+        queries,
+    }
+}
+
+fn doc_id(idx: &TestIndex, key: &str) -> u32 {
+    let index = ndd_index::Index::open(idx.path()).unwrap();
     index.catalog().doc_by_key(key).unwrap().unwrap()
 }
 
 /// Members of `doc`'s persisted cluster (just `doc` for a singleton).
-fn members_of(idx: &Path, doc: u32) -> Vec<u32> {
-    let index = ndd_index::Index::open(idx).unwrap();
+fn members_of(idx: &TestIndex, doc: u32) -> Vec<u32> {
+    let index = ndd_index::Index::open(idx.path()).unwrap();
     let c = index.catalog().cluster_of(doc).unwrap();
     match index.catalog().members(c).unwrap() {
         Some(m) => m.iter().collect(),
@@ -123,7 +76,7 @@ fn added_documents_are_visible_at_once_and_join_clusters() {
     let w = temp_dir("add-visible");
     let (c, idx) = setup(w.path(), 40, 36);
     // doc-0036 is an original, 0037 and 0038 its variants; 0039 is unrelated.
-    let (r, sum) = add(&idx, &c, &["doc-0036.html"], &[]);
+    let (r, sum) = idx.add(&["doc-0036.html"], &[]);
     assert_eq!(sum["added"], 1);
     assert_eq!(sum["delta_docs"], 1);
     assert_eq!(r[0]["status"], "new");
@@ -131,20 +84,14 @@ fn added_documents_are_visible_at_once_and_join_clusters() {
     assert_eq!(d36, 36, "doc ids come from the same counter as ingest's");
 
     // A separate reader process finds it at once.
-    let q = stdout(&ndd(&[
-        "query",
-        "--json",
-        "--index",
-        s(&idx),
-        s(&c.join("doc-0037.html")),
-    ]));
+    let q = idx.query(&[c.join("doc-0037.html")], &[]);
     assert!(
-        q.contains("doc-0036.html"),
-        "query misses the added doc: {q}"
+        q[0].to_string().contains("doc-0036.html"),
+        "query misses the added doc: {q:?}"
     );
 
     // Its near-duplicate, added by another process (the index is reopened), joins its cluster.
-    let (r, sum) = add(&idx, &c, &["doc-0037.html"], &[]);
+    let (r, sum) = idx.add(&["doc-0037.html"], &[]);
     assert_eq!(sum["near_duplicate_pairs"], 1);
     assert_eq!(r[0]["near_duplicate"]["key"], "doc-0036.html");
     assert_eq!(r[0]["cluster"], 36);
@@ -153,21 +100,26 @@ fn added_documents_are_visible_at_once_and_join_clusters() {
     // A near-duplicate of an ingested document joins the ingested cluster.
     let text = std::fs::read_to_string(c.join("doc-0000.html")).unwrap();
     std::fs::write(c.join("x-0000.html"), text.replacen("w", "zz", 2)).unwrap();
-    let (r, _) = add(&idx, &c, &["x-0000.html"], &[]);
+    let (r, _) = idx.add(&["x-0000.html"], &[]);
     assert_eq!(r[0]["cluster"], 0);
     let m = members_of(&idx, 0);
     assert_eq!(m.len(), 4, "cluster of doc 0: {m:?}");
 
-    let pairs = stdout(&ndd(&["pairs", "--index", s(&idx), "--threshold", "0.8"]));
-    assert!(pairs.contains("doc-0036.html\tdoc-0037.html"), "{pairs}");
-    let clusters = stdout(&ndd(&["clusters", "--index", s(&idx)]));
+    let pairs = pair_keys(&idx.pairs("0.8"));
     assert!(
-        clusters.lines().any(|l| l.ends_with("x-0000.html")),
-        "{clusters}"
+        pairs.contains(&("doc-0036.html".into(), "doc-0037.html".into())),
+        "{pairs:?}"
     );
-    let v = verify_json(&idx);
+    let clusters = idx.clusters();
+    assert!(
+        clusters
+            .iter()
+            .any(|c| c.members.iter().any(|k| k == "x-0000.html")),
+        "{clusters:?}"
+    );
+    let v = idx.verify();
     assert_eq!(v["delta_documents"], 3);
-    assert_eq!(stats_json(&idx)["documents"], 39);
+    assert_eq!(idx.stats()["documents"], 39);
 }
 
 #[test]
@@ -178,29 +130,33 @@ fn folding_by_size_and_by_compact_changes_no_answer() {
         .step_by(3)
         .map(|i| c.join(format!("doc-{i:04}.html")))
         .collect();
-    let by_size = w.path().join("by-size");
-    copy_dir(&idx, &by_size);
+    let by_size = TestIndex::at(w.path().join("by-size")).in_dir(&c);
+    copy_dir(idx.path(), by_size.path());
     for i in 24..48 {
         let f = format!("doc-{i:04}.html");
-        let (_, sum) = add(&idx, &c, &[&f], &["--fold-docs", "1000"]);
+        let (_, sum) = idx.add(&[&f], &["--fold-docs", "1000"]);
         assert!(sum.get("folded").is_none());
-        let (_, sum) = add(&by_size, &c, &[&f], &["--fold-docs", "5"]);
+        let (_, sum) = by_size.add(&[&f], &["--fold-docs", "5"]);
         let folds = (i - 24 + 1) % 5 == 0;
         assert_eq!(sum.get("folded").is_some(), folds, "add {i}: {sum}");
     }
-    assert_eq!(verify_json(&idx)["delta_documents"], 24);
-    assert_eq!(verify_json(&by_size)["delta_documents"], 4);
+    assert_eq!(idx.verify()["delta_documents"], 24);
+    assert_eq!(by_size.verify()["delta_documents"], 4);
     let before = answers(&idx, &probes);
-    assert!(before.contains("doc-0044.html\tdoc-0045.html"), "{before}");
+    assert!(
+        before
+            .pairs
+            .iter()
+            .flatten()
+            .any(|(a, b, _)| a == "doc-0044.html" && b == "doc-0045.html"),
+        "{before:?}"
+    );
     // The other methods see the delta documents too (dsc-ss and combined pairs among them).
-    let dsc = stdout(&ndd(&["pairs", "--index", s(&idx), "--method", "dsc-ss"]));
+    let dsc = idx.pairs_with(&["--method", "dsc-ss"]);
     let added = |k: &str| k["doc-".len()..][..4].parse::<u32>().unwrap() >= 24;
     assert!(
-        dsc.lines().any(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            added(f[0]) && added(f[1])
-        }),
-        "no dsc-ss pair among added documents: {dsc}"
+        dsc.iter().any(|(a, b, _)| added(a) && added(b)),
+        "no dsc-ss pair among added documents: {dsc:?}"
     );
     assert_eq!(
         answers(&by_size, &probes),
@@ -208,26 +164,25 @@ fn folding_by_size_and_by_compact_changes_no_answer() {
         "fold by size changed an answer"
     );
 
-    let out = stdout(&ndd(&["compact", "--json", "--index", s(&idx)]));
-    let cs: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let cs = idx.compact(&[]);
     assert_eq!(cs["delta_docs_folded"], 24);
-    assert_eq!(verify_json(&idx)["delta_documents"], 0);
+    assert_eq!(idx.verify()["delta_documents"], 0);
     assert_eq!(
         answers(&idx, &probes),
         before,
         "fold by compact changed an answer"
     );
-    ndd(&["compact", "--full", "--index", s(&idx)]);
+    idx.compact(&["--full"]);
     assert_eq!(
         answers(&idx, &probes),
         before,
         "a full merge after the fold changed an answer"
     );
-    verify_json(&idx);
+    idx.verify();
 
     // Adds after the fold (and after reopening) still match the folded documents.
     std::fs::copy(c.join("doc-0044.html"), c.join("again.html")).unwrap();
-    let (r, _) = add(&idx, &c, &["again.html"], &[]);
+    let (r, _) = idx.add(&["again.html"], &[]);
     assert_eq!(r[0]["exact_duplicate_of"], "doc-0044.html");
     assert_eq!(r[0]["cluster"], 44);
 }
@@ -240,7 +195,7 @@ fn duplicate_keys_are_unchanged_or_replaced_and_replaced_docs_leave_their_cluste
     assert_eq!(members_of(&idx, 4), vec![4, 5, 6]);
 
     // The same key with the same text: unchanged, nothing added.
-    let (r, sum) = add(&idx, &c, &["doc-0005.html"], &[]);
+    let (r, sum) = idx.add(&["doc-0005.html"], &[]);
     assert_eq!(r[0]["status"], "unchanged");
     assert_eq!(r[0]["doc"], 5);
     assert_eq!(sum["added"], 0);
@@ -258,7 +213,7 @@ fn duplicate_keys_are_unchanged_or_replaced_and_replaced_docs_leave_their_cluste
         "{\"id\":\"a/k.html\",\"text\":\"other words entirely here\"}\n",
     )
     .unwrap();
-    let (r, sum) = add(&idx, &dup, &["a/k.html", "k.jsonl"], &[]);
+    let (r, sum) = idx.in_dir(&dup).add(&["a/k.html", "k.jsonl"], &[]);
     assert_eq!(
         (sum["added"].as_u64(), sum["errors"].as_u64()),
         (Some(1), Some(1)),
@@ -273,7 +228,7 @@ fn duplicate_keys_are_unchanged_or_replaced_and_replaced_docs_leave_their_cluste
         "<p>entirely unrelated words for this key now</p>",
     )
     .unwrap();
-    let (r, sum) = add(&idx, &fresh, &["doc-0005.html"], &[]);
+    let (r, sum) = idx.in_dir(&fresh).add(&["doc-0005.html"], &[]);
     assert_eq!(r[0]["status"], "replaced");
     assert_eq!(sum["replaced"], 1);
     let new5 = r[0]["doc"].as_u64().unwrap() as u32;
@@ -284,16 +239,23 @@ fn duplicate_keys_are_unchanged_or_replaced_and_replaced_docs_leave_their_cluste
         "replaced doc 5 still in its old cluster"
     );
     assert_eq!(members_of(&idx, new5), vec![new5]);
-    let clusters = stdout(&ndd(&["clusters", "--index", s(&idx)]));
-    assert!(!clusters.contains("doc-0005.html"), "{clusters}");
-    verify_json(&idx);
+    let clusters = idx.clusters();
+    assert!(
+        !clusters
+            .iter()
+            .any(|c| c.members.iter().any(|k| k == "doc-0005.html")),
+        "{clusters:?}"
+    );
+    idx.verify();
 
     // Ingest: replacing doc-0006 (a variant of 4) with a text near doc-0008's cluster moves it.
     let night = w.path().join("night");
     std::fs::create_dir_all(&night).unwrap();
     let t8 = std::fs::read_to_string(c.join("doc-0008.html")).unwrap();
     std::fs::write(night.join("doc-0006.html"), t8.replacen("w", "q", 1)).unwrap();
-    let lines = ingest_reported(&idx, &w.path().join("r.jsonl"), &night);
+    let rp = w.path().join("r.jsonl");
+    idx.ingest(&[&night], &["--report", rp.to_str().unwrap()]);
+    let lines = report_lines(&rp);
     assert_eq!(lines[0]["status"], "replaced");
     let new6 = lines[0]["doc"].as_u64().unwrap() as u32;
     assert_eq!(
@@ -303,7 +265,7 @@ fn duplicate_keys_are_unchanged_or_replaced_and_replaced_docs_leave_their_cluste
         members_of(&idx, 4)
     );
     assert_eq!(members_of(&idx, 8), vec![8, 9, 10, new6]);
-    verify_json(&idx);
+    idx.verify();
     // And the whole thing folds and still answers the same.
     let probes = [
         c.join("doc-0004.html"),
@@ -311,19 +273,19 @@ fn duplicate_keys_are_unchanged_or_replaced_and_replaced_docs_leave_their_cluste
         fresh.join("doc-0005.html"),
     ];
     let before = answers(&idx, &probes);
-    ndd(&["compact", "--index", s(&idx)]);
+    idx.compact(&[]);
     assert_eq!(answers(&idx, &probes), before);
 }
 
 #[test]
 fn verify_checks_the_delta_against_the_catalog() {
     let w = temp_dir("add-verify");
-    let (c, idx) = setup(w.path(), 8, 6);
-    add(&idx, &c, &["doc-0006.html"], &[]);
-    assert_eq!(verify_json(&idx)["delta_documents"], 1);
+    let (_, idx) = setup(w.path(), 8, 6);
+    idx.add(&["doc-0006.html"], &[]);
+    assert_eq!(idx.verify()["delta_documents"], 1);
     // A delta entry without a catalog record (as a bug or a bad restore would leave).
     {
-        let index = ndd_index::Index::open_writer(&idx, &Default::default()).unwrap();
+        let index = ndd_index::Index::open_writer(idx.path(), &Default::default()).unwrap();
         let mut wb = index.catalog().batch_writer();
         let stray = ndd_index::store::delta::DeltaDoc {
             features: vec![1, 2, 3],
@@ -332,7 +294,7 @@ fn verify_checks_the_delta_against_the_catalog() {
         wb.put_delta(5000, &stray);
         index.catalog().commit(wb).unwrap();
     }
-    let out = ndd_raw(&["verify", "--index", s(&idx)]);
+    let out = idx.run_raw(&["verify"]);
     assert_eq!(out.status.code(), Some(5));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -352,7 +314,7 @@ fn adds_interleaved_with_ingests_keep_every_method_answer_through_folds() {
     // Adds 20..24, an ingested batch 24..32 (ids after the delta's), adds 32..44: the delta's
     // doc range then overlaps the batch's segment.
     for i in 20..24 {
-        add(&idx, &c, &[&format!("doc-{i:04}.html")], &[]);
+        idx.add(&[&format!("doc-{i:04}.html")], &[]);
     }
     let night = w.path().join("night");
     std::fs::create_dir_all(&night).unwrap();
@@ -360,24 +322,24 @@ fn adds_interleaved_with_ingests_keep_every_method_answer_through_folds() {
         let f = format!("doc-{i:04}.html");
         std::fs::copy(c.join(&f), night.join(&f)).unwrap();
     }
-    ndd(&["ingest", "--quiet", "--index", s(&idx), s(&night)]);
+    idx.ingest(&[&night], &[]);
     for i in 32..44 {
-        add(&idx, &c, &[&format!("doc-{i:04}.html")], &[]);
+        idx.add(&[&format!("doc-{i:04}.html")], &[]);
     }
-    verify_json(&idx);
+    idx.verify();
     let before = answers(&idx, &probes);
-    let combined = stdout(&ndd(&["pairs", "--index", s(&idx), "--method", "combined"]));
+    let combined = pair_keys(&idx.pairs_with(&["--method", "combined"]));
     assert!(
-        combined.contains("doc-0020.html\tdoc-0021.html"),
-        "{combined}"
+        combined.contains(&("doc-0020.html".into(), "doc-0021.html".into())),
+        "{combined:?}"
     );
-    ndd(&["compact", "--index", s(&idx)]);
+    idx.compact(&[]);
     assert_eq!(answers(&idx, &probes), before, "fold changed an answer");
-    ndd(&["compact", "--full", "--index", s(&idx)]);
+    idx.compact(&["--full"]);
     assert_eq!(
         answers(&idx, &probes),
         before,
         "full merge changed an answer"
     );
-    verify_json(&idx);
+    idx.verify();
 }

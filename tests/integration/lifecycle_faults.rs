@@ -8,16 +8,12 @@
 //! failure lands in run files, segments, spool files and RocksDB; a small tmpfs filled up gives
 //! a real ENOSPC (root only: without it the test says so and uses the file-size limit instead).
 
-mod common;
-mod lifecycle;
-
 use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
-use lifecycle::{copy_dir, write_corpus};
+use crate::common::*;
 
 /// How a child run is made to fail.
 #[derive(Clone, Debug)]
@@ -29,9 +25,10 @@ enum Fault {
     FileSize(u64),
 }
 
-fn run(args: &[&str], fault: &Fault) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ndd-index"));
-    cmd.args(args).env_remove("NDD_FAILPOINT");
+/// Runs `args` on `idx` under `fault` (only the child is limited: the test process is not).
+fn run(idx: &TestIndex, args: &[&str], fault: &Fault) -> Output {
+    let mut cmd = idx.cmd(args);
+    cmd.env_remove("NDD_FAILPOINT");
     match *fault {
         Fault::None => {}
         Fault::Failpoint(spec) => {
@@ -58,9 +55,9 @@ fn run(args: &[&str], fault: &Fault) -> Output {
 }
 
 /// Everything a fault must not change: verify passes, the pairs, our files.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 struct State {
-    pairs: String,
+    pairs: Vec<Pair>,
     docs: u64,
     segments: BTreeSet<String>,
     tmp: BTreeSet<String>,
@@ -76,16 +73,11 @@ fn names(dir: &Path) -> BTreeSet<String> {
 }
 
 fn state(idx: &Path) -> State {
-    let i = idx.to_str().unwrap();
-    let v = ndd_raw(&["verify", "--index", i]);
-    assert!(
-        v.status.success(),
-        "verify failed after a fault:\n{}{}",
-        stdout(&v),
-        String::from_utf8_lossy(&v.stderr)
-    );
-    let pairs = stdout(&ndd(&["pairs", "--index", i, "--threshold", "0.5"]));
-    let docs = stats_json(idx)["documents"].as_u64().unwrap_or(0);
+    let ix = TestIndex::at(idx);
+    let (code, v) = ix.verify_status();
+    assert_eq!(code, Some(0), "verify failed after a fault: {v}");
+    let pairs = ix.pairs("0.5");
+    let docs = ix.stats()["documents"].as_u64().unwrap_or(0);
     State {
         pairs,
         docs,
@@ -110,28 +102,19 @@ fn batch(root: &Path, name: &str, n: usize, seed: u64) -> PathBuf {
     dir
 }
 
-fn ingest_args<'a>(idx: &'a str, input: &'a str, name: &'a str) -> Vec<&'a str> {
+fn ingest_args<'a>(input: &'a str, name: &'a str) -> Vec<&'a str> {
     // The smallest sort budget, so batch c (400 pages, ~120k postings) spills run files.
-    vec![
-        "ingest", "--index", idx, input, "--batch", name, "--mem", "1MiB", "--quiet",
-    ]
+    vec!["ingest", input, "--batch", name, "--mem", "1MiB", "--quiet"]
 }
 
-/// Runs `args` under `fault` on a copy of `base`. Returns whether it failed; a failure must be
+/// Runs `a` under `fault` on a copy of `base`. Returns whether it failed; a failure must be
 /// clean, and the retry without the fault must reach `expected`.
-fn fault_round(
-    work: &Path,
-    base: &Path,
-    args: &dyn Fn(&str) -> Vec<String>,
-    fault: &Fault,
-    expected: &State,
-) -> bool {
+fn fault_round(work: &Path, base: &Path, a: &[&str], fault: &Fault, expected: &State) -> bool {
     let idx = work.join(format!("idx-{}", names(work).len()));
     copy_dir(base, &idx);
     let before = state(&idx);
-    let a = args(idx.to_str().unwrap());
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let out = run(&a, fault);
+    let ix = TestIndex::at(&idx);
+    let out = run(&ix, a, fault);
     let failed = !out.status.success();
     if failed {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -144,7 +127,7 @@ fn fault_round(
         );
         assert!(err.contains("error"), "{fault:?}: no error message: {err}");
         assert_eq!(state(&idx), before, "{fault:?} changed the index ({err})");
-        let retry = run(&a, &Fault::None);
+        let retry = run(&ix, a, &Fault::None);
         assert!(
             retry.status.success(),
             "{fault:?}: retry failed: {}",
@@ -172,9 +155,9 @@ fn setup(name: &str) -> Setup {
     let b = batch(&root, "b", 30, 2);
     let c = batch(&root, "c", 400, 1);
     let base = root.join("base");
-    let bs = base.to_str().unwrap();
-    ndd(&ingest_args(bs, a.to_str().unwrap(), "a"));
-    ndd(&ingest_args(bs, b.to_str().unwrap(), "b"));
+    let bx = TestIndex::at(&base);
+    bx.run(&ingest_args(a.to_str().unwrap(), "a"));
+    bx.run(&ingest_args(b.to_str().unwrap(), "b"));
     std::fs::create_dir_all(root.join("work")).unwrap();
     Setup {
         _tmp: tmp,
@@ -187,18 +170,11 @@ fn setup(name: &str) -> Setup {
 #[test]
 fn ingest_faults_leave_the_index_unchanged_and_retry_succeeds() {
     let s = setup("faults-ingest");
-    let c = s.c.to_str().unwrap().to_string();
-    let args = move |idx: &str| -> Vec<String> {
-        ingest_args(idx, &c, "c")
-            .into_iter()
-            .map(String::from)
-            .collect()
-    };
+    let args = ingest_args(s.c.to_str().unwrap(), "c");
     // What a fault-free ingest of batch c gives.
     let reference = s.root.join("reference");
     copy_dir(&s.base, &reference);
-    let a = args(reference.to_str().unwrap());
-    ndd(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    TestIndex::at(&reference).run(&args);
     let expected = state(&reference);
     assert!(expected.docs > state(&s.base).docs);
 
@@ -246,17 +222,12 @@ fn ingest_faults_leave_the_index_unchanged_and_retry_succeeds() {
 #[test]
 fn compaction_faults_leave_the_index_unchanged_and_retry_succeeds() {
     let s = setup("faults-compact");
-    let args = |idx: &str| -> Vec<String> {
-        ["compact", "--index", idx, "--full"]
-            .into_iter()
-            .map(String::from)
-            .collect()
-    };
+    let args = ["compact", "--full"];
     let reference = s.root.join("reference");
     copy_dir(&s.base, &reference);
     let before = state(&reference);
     assert_eq!(before.segments.len(), 2, "{:?}", before.segments);
-    ndd(&["compact", "--index", reference.to_str().unwrap(), "--full"]);
+    TestIndex::at(&reference).run(&args);
     let expected = state(&reference);
     assert_eq!(expected.segments.len(), 1);
     assert_eq!(expected.pairs, before.pairs, "compaction changed answers");
@@ -325,19 +296,10 @@ fn free_bytes(dir: &Path) -> u64 {
 #[test]
 fn disk_full_on_a_small_tmpfs_fails_cleanly_and_recovers() {
     let s = setup("faults-tmpfs");
-    let c = s.c.to_str().unwrap().to_string();
-    let args = move |idx: &str| -> Vec<String> {
-        ingest_args(idx, &c, "c")
-            .into_iter()
-            .map(String::from)
-            .collect()
-    };
+    let args = ingest_args(s.c.to_str().unwrap(), "c");
     let reference = s.root.join("reference");
     copy_dir(&s.base, &reference);
-    ndd(&args(reference.to_str().unwrap())
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>());
+    TestIndex::at(&reference).run(&args);
     let expected = state(&reference);
 
     let mnt = s.root.join("mnt");
@@ -363,9 +325,8 @@ fn disk_full_on_a_small_tmpfs_fails_cleanly_and_recovers() {
         let filler = fs.0.join("filler");
         let fill = free_bytes(&fs.0).saturating_sub(room);
         std::fs::write(&filler, vec![0u8; fill as usize]).unwrap();
-        let a = args(idx.to_str().unwrap());
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        let out = run(&a, &Fault::None);
+        let ix = TestIndex::at(&idx);
+        let out = run(&ix, &args, &Fault::None);
         let full = !out.status.success();
         std::fs::remove_file(&filler).unwrap();
         if full {
@@ -377,7 +338,7 @@ fn disk_full_on_a_small_tmpfs_fails_cleanly_and_recovers() {
                 before,
                 "disk full with {room} B free changed the index"
             );
-            ndd(&a);
+            ix.run(&args);
         }
         assert_eq!(state(&idx), expected, "room {room}: final index differs");
     }
