@@ -143,6 +143,17 @@ impl TestIndex {
         self.json(&a)
     }
 
+    /// `ingest --json --quiet --report FILE EXTRA... INPUTS...` (the report in a temp file):
+    /// the report's lines, one a document.
+    pub fn ingest_report<P: AsRef<Path>>(&self, inputs: &[P], extra: &[&str]) -> Vec<Value> {
+        let report = tempfile::NamedTempFile::new_in(super::temp_root()).expect("report file");
+        let rp = report.path().to_str().expect("utf-8 path");
+        let mut a = vec!["--report", rp];
+        a.extend_from_slice(extra);
+        self.ingest(inputs, &a);
+        super::report_lines(report.path())
+    }
+
     /// `add --json EXTRA... FILES...` (from `in_dir`'s directory, if set): the report lines and
     /// the summary.
     pub fn add(&self, files: &[&str], extra: &[&str]) -> (Vec<Value>, Value) {

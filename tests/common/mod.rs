@@ -46,13 +46,18 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
 }
 
-/// A fresh directory under the cargo target tmp dir.
-pub fn temp_dir(name: &str) -> tempfile::TempDir {
+/// The cargo target tmp dir (created), where the tests' temp files go.
+pub fn temp_root() -> PathBuf {
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(&base).unwrap();
+    base
+}
+
+/// A fresh directory under the cargo target tmp dir.
+pub fn temp_dir(name: &str) -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix(name)
-        .tempdir_in(base)
+        .tempdir_in(temp_root())
         .unwrap()
 }
 

@@ -3,7 +3,7 @@
 //! components of pairs.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{Cluster, Pair};
 
@@ -50,6 +50,28 @@ pub fn write_corpus(dir: &Path, n: usize, seed: u64) {
             i += 1;
         }
     }
+}
+
+/// Splits the files of `all` (by name) into batch folders `out/b0`, `out/b1`, ... of `per`
+/// files each (copies), and returns them.
+pub fn split_batches(all: &Path, out: &Path, per: usize) -> Vec<PathBuf> {
+    let mut names: Vec<_> = std::fs::read_dir(all)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    names
+        .chunks(per)
+        .enumerate()
+        .map(|(b, chunk)| {
+            let dir = out.join(format!("b{b}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            for n in chunk {
+                std::fs::copy(all.join(n), dir.join(n)).unwrap();
+            }
+            dir
+        })
+        .collect()
 }
 
 /// Copies an index directory (no hard links: segments must stay independent).

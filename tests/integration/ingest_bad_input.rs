@@ -184,9 +184,7 @@ fn duplicate_keys_within_and_across_batches() {
         "{\"id\": \"k1\", \"text\": \"one two three four five six seven\"}\n{\"id\": \"k1\", \"text\": \"a different text for the same key\"}\n{\"id\": \"k2\", \"text\": \"eight nine ten eleven twelve thirteen\"}\n",
     )
     .unwrap();
-    let rep = tmp.path().join("r1.jsonl");
-    idx.ingest(&[&a], &["--report", rep.to_str().unwrap()]);
-    let l = report_lines(&rep);
+    let l = idx.ingest_report(&[&a], &[]);
     assert_eq!(
         l.iter()
             .filter(|l| l["key"] == "k1" && l["status"] == "new")
@@ -201,9 +199,7 @@ fn duplicate_keys_within_and_across_batches() {
         "{\"id\": \"k1\", \"text\": \"one two three four five six seven\"}\n{\"id\": \"k2\", \"text\": \"eight nine ten eleven twelve thirteen fourteen\"}\n",
     )
     .unwrap();
-    let rep2 = tmp.path().join("r2.jsonl");
-    idx.ingest(&[&b], &["--report", rep2.to_str().unwrap()]);
-    let l = report_lines(&rep2);
+    let l = idx.ingest_report(&[&b], &[]);
     let st = |k: &str| {
         l.iter().find(|l| l["key"] == k).unwrap()["status"]
             .as_str()
@@ -262,15 +258,8 @@ fn oversized_documents_are_rejected_and_large_ones_indexed() {
     std::fs::write(docs.join("big.html"), &big).unwrap();
     std::fs::write(docs.join("ok.html"), GOOD).unwrap();
     let idx = TestIndex::at(tmp.path().join("idx"));
-    let rep = tmp.path().join("r.jsonl");
-    let ingest = |limit: &str| {
-        idx.ingest(
-            &[&docs],
-            &["--max-doc-bytes", limit, "--report", rep.to_str().unwrap()],
-        )
-    };
-    ingest("1MiB");
-    let l = report_lines(&rep);
+    let ingest = |limit: &str| idx.ingest_report(&[&docs], &["--max-doc-bytes", limit]);
+    let l = ingest("1MiB");
     let big_line = l.iter().find(|l| l["key"] == "big.html").unwrap();
     assert_eq!(big_line["status"], "error");
     assert!(
@@ -282,8 +271,7 @@ fn oversized_documents_are_rejected_and_large_ones_indexed() {
         .iter()
         .any(|l| l["key"] == "ok.html" && l["status"] == "new"));
     // With the default limit (256 MiB) the same document is indexed.
-    ingest("256MiB");
-    let l = report_lines(&rep);
+    let l = ingest("256MiB");
     assert_eq!(
         l.iter().find(|l| l["key"] == "big.html").unwrap()["status"],
         "new"

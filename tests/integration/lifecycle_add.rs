@@ -253,9 +253,7 @@ fn duplicate_keys_are_unchanged_or_replaced_and_replaced_docs_leave_their_cluste
     std::fs::create_dir_all(&night).unwrap();
     let t8 = std::fs::read_to_string(c.join("doc-0008.html")).unwrap();
     std::fs::write(night.join("doc-0006.html"), t8.replacen("w", "q", 1)).unwrap();
-    let rp = w.path().join("r.jsonl");
-    idx.ingest(&[&night], &["--report", rp.to_str().unwrap()]);
-    let lines = report_lines(&rp);
+    let lines = idx.ingest_report(&[&night], &[]);
     assert_eq!(lines[0]["status"], "replaced");
     let new6 = lines[0]["doc"].as_u64().unwrap() as u32;
     assert_eq!(

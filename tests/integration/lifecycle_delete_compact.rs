@@ -196,18 +196,8 @@ fn policy_merges_small_segments_after_ingest_without_changing_answers() {
     let w = temp_dir("lc-policy");
     let all = w.path().join("all");
     write_corpus(&all, 160, 11);
-    let mut names: Vec<_> = std::fs::read_dir(&all)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    names.sort();
     let idx = TestIndex::at(w.path().join("idx"));
-    for (b, chunk) in names.chunks(40).enumerate() {
-        let dir = w.path().join(format!("b{b}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        for n in chunk {
-            std::fs::copy(all.join(n), dir.join(n)).unwrap();
-        }
+    for (b, dir) in split_batches(&all, w.path(), 40).into_iter().enumerate() {
         idx.ingest(&[&dir], &[]);
         let segs = std::fs::read_dir(idx.path().join("segments"))
             .unwrap()

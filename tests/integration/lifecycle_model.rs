@@ -9,13 +9,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use ndd_index::canonicalize::{canonicalize, DocFormat};
 use ndd_index::lifecycle::add::AddOptions;
 use ndd_index::lifecycle::{DeleteSelector, MergePolicy};
 use ndd_index::pipeline::{self, IngestOptions, PairsConfig};
 use ndd_index::query::QueryOptions;
-use ndd_index::{CreateOptions, Index, Threshold};
+use ndd_index::{CreateOptions, Error, Index, Threshold};
 use proptest::prelude::*;
 
 const W: usize = 5;
@@ -198,9 +199,7 @@ impl Harness {
             }
             Op::Reopen => {
                 self.index = None;
-                self.index = Some(
-                    Index::open_writer(&self.dir.join("idx"), &CreateOptions::default()).unwrap(),
-                );
+                self.index = Some(reopen_writer(&self.dir.join("idx")));
             }
             Op::Query(spec, pct) => self.check_query(&text(&self.bases, spec), *pct)?,
             Op::Pairs(pct) => self.check_pairs(*pct)?,
@@ -271,6 +270,26 @@ impl Harness {
             }
         }
         same(&got, &want, &format!("pairs at {pct}%"))
+    }
+}
+
+/// Opens the writer again right after this process dropped it. The other tests of this binary
+/// spawn processes at any moment, and a child holds a copy of our (close-on-exec) lock
+/// descriptor from its fork to its exec, so for that instant the lock just released still
+/// reads as held by this very process (flock is per open file description). That case alone
+/// is retried, for at most 10 s; any other holder, or a lock never released, fails the test.
+fn reopen_writer(dir: &Path) -> Index {
+    let me = format!("pid {} ", std::process::id());
+    let t0 = Instant::now();
+    loop {
+        match Index::open_writer(dir, &CreateOptions::default()) {
+            Err(Error::Locked { holder, .. })
+                if holder.starts_with(&me) && t0.elapsed() < Duration::from_secs(10) =>
+            {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            r => return r.unwrap(),
+        }
     }
 }
 

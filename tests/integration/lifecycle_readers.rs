@@ -19,17 +19,7 @@ fn old_readers_survive_compaction_and_new_readers_agree() {
     write_corpus(&all, 90, 5);
     let ix = TestIndex::at(w.path().join("idx"));
     let idx = ix.path();
-    let mut names: Vec<_> = std::fs::read_dir(&all)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    names.sort();
-    for (b, chunk) in names.chunks(30).enumerate() {
-        let dir = w.path().join(format!("b{b}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        for n in chunk {
-            std::fs::copy(all.join(n), dir.join(n)).unwrap();
-        }
+    for dir in split_batches(&all, w.path(), 30) {
         ix.ingest(&[&dir], &[]);
     }
     let reader = Index::open(idx).unwrap();
