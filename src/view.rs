@@ -153,6 +153,52 @@ impl View {
         })
     }
 
+    /// The view after an online add published documents `new` (doc id, feature count): the
+    /// same segments with the delta segment rebuilt from the catalog, the new documents' sizes
+    /// set and the tombstones read again. It costs the delta's size, where [`View::load`]
+    /// reads every document record of the index.
+    pub fn after_add(
+        &self,
+        catalog: &Catalog,
+        options: &IndexOptions,
+        new: &[(u32, u32)],
+    ) -> Result<View> {
+        let mut frequent = self.frequent.clone();
+        let mut segments = Vec::with_capacity(self.segments.len() + 1);
+        for s in &self.segments {
+            if s.entry.id == crate::lifecycle::fold::DELTA_SEGMENT_ID {
+                sub_frequent(&s.seg, &mut frequent)?;
+            } else {
+                segments.push(LiveSegment {
+                    entry: s.entry.clone(),
+                    seg: Arc::clone(&s.seg),
+                });
+            }
+        }
+        if let Some(delta) = delta_segment(catalog, options)? {
+            add_frequent(&delta.seg, &mut frequent)?;
+            segments.push(delta);
+        }
+        let by_doc = doc_ranges(&segments);
+        let mut sizes = self.sizes.clone();
+        let next = catalog.next_doc()? as usize;
+        if sizes.len() < next {
+            sizes.resize(next, 0);
+        }
+        for &(doc, features) in new {
+            if let Some(s) = sizes.get_mut(doc as usize) {
+                *s = features;
+            }
+        }
+        Ok(View {
+            segments,
+            by_doc,
+            tombstones: catalog.tombstones()?,
+            sizes,
+            frequent,
+        })
+    }
+
     /// Number of allocated document ids (live, deleted and replaced).
     pub fn doc_ids(&self) -> u32 {
         self.sizes.len() as u32
@@ -253,6 +299,24 @@ fn doc_ranges(segments: &[LiveSegment]) -> Vec<(u32, u32, usize)> {
         .collect();
     by_doc.sort_unstable();
     by_doc
+}
+
+/// Takes a segment's FREQUENT table (key -> df) out of `frequent` (the inverse of
+/// [`add_frequent`]).
+fn sub_frequent(seg: &Segment, frequent: &mut FeatureMap<u32>) -> Result<()> {
+    let mut other = FeatureMap::default();
+    add_frequent(seg, &mut other)?;
+    for (key, df) in other {
+        if let std::collections::hash_map::Entry::Occupied(mut e) = frequent.entry(key) {
+            let left = e.get().saturating_sub(df);
+            if left == 0 {
+                e.remove();
+            } else {
+                *e.get_mut() = left;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Adds a segment's FREQUENT table (key -> df) into `frequent`.
