@@ -128,12 +128,12 @@ impl Ops for Index {
     ) -> Result<crate::lifecycle::add::AddSummary> {
         let Source::DocsWithFormat(docs) = s;
         let tmp = tempfile::tempdir().unwrap();
-        let mut paths = Vec::new();
-        for (i, (_k, b, _f)) in docs.iter().enumerate() {
-            let p = tmp.path().join(format!("{i}.html"));
+        for (k, b, _f) in docs.iter() {
+            let p = tmp.path().join(k);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, b).unwrap();
-            paths.push(p);
         }
+        let paths = vec![tmp.path().to_path_buf()];
         self.add(paths, opts, report)
     }
 }
