@@ -25,7 +25,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
     threads: Option<u32>,
     /// Largest request body, e.g. 8MiB.
-    #[arg(long, value_name = "SIZE", value_parser = crate::parse_size, default_value = "8MiB")]
+    #[arg(long, value_name = "SIZE", value_parser = ndd_index::ops::parse_size, default_value = "8MiB")]
     max_body: u64,
     /// Seconds a client has to send a request's headers (slow clients are disconnected).
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]

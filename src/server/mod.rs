@@ -45,7 +45,7 @@ use crate::canonicalize::{sniff_format, DocFormat};
 use crate::method::Method;
 use crate::pipeline::ingest::{DocReport, DocStatus};
 use crate::{Error, Index, Result, Threshold};
-use api::{Ops, QueryRequest, QueryResult};
+use api::{QueryRequest, QueryResult};
 
 use error::ApiError;
 use metrics::{IndexGauges, Metrics};

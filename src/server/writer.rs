@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use tokio::sync::oneshot;
 
-use super::api::{Ops, Source};
+use super::api::Source;
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::snapshot::Snapshots;
@@ -364,7 +364,7 @@ impl Writer {
         let mut reports: HashMap<String, VecDeque<DocReport>> = HashMap::new();
         let w = self.index.as_mut().expect("writer held");
         let result = w
-            .add_docs(Source::DocsWithFormat(docs), &opts, &mut |r| {
+            .add(Source::DocsWithFormat(docs), &opts, &mut |r| {
                 reports
                     .entry(r.key.clone())
                     .or_default()
