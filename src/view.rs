@@ -48,6 +48,20 @@ pub struct LiveSegment {
     pub seg: Arc<Segment>,
 }
 
+impl LiveSegment {
+    /// Another handle on the same mapped segment.
+    pub fn share(&self) -> LiveSegment {
+        LiveSegment {
+            entry: self.entry.clone(),
+            seg: Arc::clone(&self.seg),
+        }
+    }
+}
+
+/// Most pieces the delta is kept in by [`View::after_add`] before they are rebuilt as one
+/// segment: each piece is one more segment every query probes.
+pub const MAX_DELTA_PIECES: usize = 4;
+
 /// A read snapshot of the index.
 pub struct View {
     /// Live segments, in manifest (publish) order.
@@ -151,30 +165,47 @@ impl View {
     }
 
     /// The view after an online add published documents `new` (doc id, feature count): the
-    /// same segments with the delta segment rebuilt from the catalog, the new documents' sizes
-    /// set and the tombstones read again. It costs the delta's size, where [`View::load`]
-    /// reads every document record of the index.
+    /// same segments plus the add's own small segment (`piece`: the segment the add matched
+    /// its documents in, holding exactly them) as one more piece of the delta, the new
+    /// documents' sizes set and the tombstones read again. Once the delta is in
+    /// [`MAX_DELTA_PIECES`] pieces they are replaced by one segment rebuilt from the catalog.
+    /// Either way it costs the delta's size at most, where [`View::load`] reads every document
+    /// record of the index. Answers are those of a full reload (same documents, postings and
+    /// forward lists; only the per-segment FREQUENT hints that order probes differ).
     pub fn after_add(
         &self,
         catalog: &Catalog,
         options: &IndexOptions,
         new: &[(u32, u32)],
+        piece: Option<LiveSegment>,
     ) -> Result<View> {
+        let is_delta = |s: &LiveSegment| s.entry.id == crate::lifecycle::fold::DELTA_SEGMENT_ID;
+        let pieces = self.segments.iter().filter(|s| is_delta(s)).count();
         let mut frequent = self.frequent.clone();
         let mut segments = Vec::with_capacity(self.segments.len() + 1);
-        for s in &self.segments {
-            if s.entry.id == crate::lifecycle::fold::DELTA_SEGMENT_ID {
-                sub_frequent(&s.seg, &mut frequent)?;
-            } else {
-                segments.push(LiveSegment {
-                    entry: s.entry.clone(),
-                    seg: Arc::clone(&s.seg),
-                });
+        match piece {
+            Some(mut p) if pieces < MAX_DELTA_PIECES => {
+                segments.extend(self.segments.iter().map(LiveSegment::share));
+                p.entry.id = crate::lifecycle::fold::DELTA_SEGMENT_ID;
+                add_frequent(&p.seg, &mut frequent)?;
+                segments.push(p);
             }
-        }
-        if let Some(delta) = delta_segment(catalog, options)? {
-            add_frequent(&delta.seg, &mut frequent)?;
-            segments.push(delta);
+            None if new.is_empty() => {
+                segments.extend(self.segments.iter().map(LiveSegment::share));
+            }
+            _ => {
+                for s in &self.segments {
+                    if is_delta(s) {
+                        sub_frequent(&s.seg, &mut frequent)?;
+                    } else {
+                        segments.push(s.share());
+                    }
+                }
+                if let Some(delta) = delta_segment(catalog, options)? {
+                    add_frequent(&delta.seg, &mut frequent)?;
+                    segments.push(delta);
+                }
+            }
         }
         let by_doc = doc_ranges(&segments);
         let mut sizes = self.sizes.clone();
@@ -272,7 +303,7 @@ fn delta_segment(catalog: &Catalog, options: &IndexOptions) -> Result<Option<Liv
         .prefix("ndd-delta-")
         .tempdir()
         .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let mut entry = crate::lifecycle::fold::write_delta_segment(
+    let mut entry = crate::lifecycle::fold::write_temp_delta_segment(
         tmp.path(),
         "delta.ndds",
         &docs,
