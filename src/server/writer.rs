@@ -36,6 +36,7 @@ use crate::pipeline::ingest::DocReport;
 use crate::{CreateOptions, Index};
 
 /// One document of an insert.
+#[derive(Debug)]
 pub struct InsertDoc {
     pub key: String,
     pub bytes: Vec<u8>,
