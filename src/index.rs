@@ -28,7 +28,8 @@ pub const LOCK_FILE: &str = "LOCK";
 /// [`Index::open_writer`]) may call the mutating operations.
 pub struct Index {
     dir: PathBuf,
-    pub(crate) catalog: Catalog,
+    /// Shared with the read handles of [`Index::snapshot`] (RocksDB allows concurrent readers).
+    pub(crate) catalog: Arc<Catalog>,
     options: IndexOptions,
     pub(crate) view: Arc<View>,
     lock: Option<File>,
@@ -58,7 +59,7 @@ impl Index {
         let view = Arc::new(view);
         Ok(Index {
             dir,
-            catalog,
+            catalog: Arc::new(catalog),
             options,
             view,
             lock: None,
@@ -92,7 +93,7 @@ impl Index {
         let view = Arc::new(View::load(&dir, &catalog, &options)?);
         Ok(Index {
             dir,
-            catalog,
+            catalog: Arc::new(catalog),
             options,
             view,
             lock: Some(lock),
@@ -117,6 +118,21 @@ impl Index {
     /// The current snapshot of segments, tombstones and per-document sizes.
     pub fn view(&self) -> &Arc<View> {
         &self.view
+    }
+
+    /// A read-only handle on the current snapshot: it shares this index's catalog (no RocksDB
+    /// open) and its current view (no segment mapping), so it costs two reference counts. It
+    /// keeps answering from that view while the writer publishes newer ones; catalog lookups
+    /// (keys, clusters of documents) read the shared catalog. Long-running front ends (the
+    /// server) take one after each publish instead of reopening the index.
+    pub fn snapshot(&self) -> Index {
+        Index {
+            dir: self.dir.clone(),
+            catalog: Arc::clone(&self.catalog),
+            options: self.options.clone(),
+            view: Arc::clone(&self.view),
+            lock: None,
+        }
     }
 
     /// True when opened with [`Index::open_writer`].

@@ -32,6 +32,8 @@ pub mod pipeline;
 #[cfg(feature = "rocksdb")]
 pub mod query;
 pub mod segment;
+#[cfg(feature = "server")]
+pub mod server;
 pub mod sort;
 #[cfg(feature = "rocksdb")]
 pub mod stats;

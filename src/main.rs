@@ -10,6 +10,7 @@ use std::io;
 use std::process::ExitCode;
 
 mod cli;
+mod cli_serve;
 
 use clap::{Parser, Subcommand};
 use ndd_index::Error;
@@ -47,6 +48,8 @@ enum Cmd {
     Eval(cli::eval::EvalArgs),
     /// Smallest adaptive sampling ratio per size group reaching a precision target.
     Tune(cli::eval::TuneArgs),
+    /// Serve queries and online inserts over HTTP from an index kept open.
+    Serve(cli_serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Cmd::Verify(a) => cli::lifecycle::verify(a),
         Cmd::Eval(a) => cli::eval::run(a),
         Cmd::Tune(a) => cli::eval::tune(a),
+        Cmd::Serve(a) => cli_serve::serve(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

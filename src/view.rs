@@ -48,6 +48,20 @@ pub struct LiveSegment {
     pub seg: Arc<Segment>,
 }
 
+impl LiveSegment {
+    /// Another handle on the same mapped segment.
+    pub fn share(&self) -> LiveSegment {
+        LiveSegment {
+            entry: self.entry.clone(),
+            seg: Arc::clone(&self.seg),
+        }
+    }
+}
+
+/// Most pieces the delta is kept in by [`View::after_add`] before they are rebuilt as one
+/// segment: each piece is one more segment every query probes.
+pub const MAX_DELTA_PIECES: usize = 4;
+
 /// A read snapshot of the index.
 pub struct View {
     /// Live segments, in manifest (publish) order.
@@ -150,6 +164,69 @@ impl View {
         })
     }
 
+    /// The view after an online add published documents `new` (doc id, feature count): the
+    /// same segments plus the add's own small segment (`piece`: the segment the add matched
+    /// its documents in, holding exactly them) as one more piece of the delta, the new
+    /// documents' sizes set and the tombstones read again. Once the delta is in
+    /// [`MAX_DELTA_PIECES`] pieces they are replaced by one segment rebuilt from the catalog.
+    /// Either way it costs the delta's size at most, where [`View::load`] reads every document
+    /// record of the index. Answers are those of a full reload (same documents, postings and
+    /// forward lists; only the per-segment FREQUENT hints that order probes differ).
+    pub fn after_add(
+        &self,
+        catalog: &Catalog,
+        options: &IndexOptions,
+        new: &[(u32, u32)],
+        piece: Option<LiveSegment>,
+    ) -> Result<View> {
+        let is_delta = |s: &LiveSegment| s.entry.id == crate::lifecycle::fold::DELTA_SEGMENT_ID;
+        let pieces = self.segments.iter().filter(|s| is_delta(s)).count();
+        let mut frequent = self.frequent.clone();
+        let mut segments = Vec::with_capacity(self.segments.len() + 1);
+        match piece {
+            Some(mut p) if pieces < MAX_DELTA_PIECES => {
+                segments.extend(self.segments.iter().map(LiveSegment::share));
+                p.entry.id = crate::lifecycle::fold::DELTA_SEGMENT_ID;
+                add_frequent(&p.seg, &mut frequent)?;
+                segments.push(p);
+            }
+            None if new.is_empty() => {
+                segments.extend(self.segments.iter().map(LiveSegment::share));
+            }
+            _ => {
+                for s in &self.segments {
+                    if is_delta(s) {
+                        sub_frequent(&s.seg, &mut frequent)?;
+                    } else {
+                        segments.push(s.share());
+                    }
+                }
+                if let Some(delta) = delta_segment(catalog, options)? {
+                    add_frequent(&delta.seg, &mut frequent)?;
+                    segments.push(delta);
+                }
+            }
+        }
+        let by_doc = doc_ranges(&segments);
+        let mut sizes = self.sizes.clone();
+        let next = catalog.next_doc()? as usize;
+        if sizes.len() < next {
+            sizes.resize(next, 0);
+        }
+        for &(doc, features) in new {
+            if let Some(s) = sizes.get_mut(doc as usize) {
+                *s = features;
+            }
+        }
+        Ok(View {
+            segments,
+            by_doc,
+            tombstones: catalog.tombstones()?,
+            sizes,
+            frequent,
+        })
+    }
+
     /// Number of allocated document ids (live, deleted and replaced).
     pub fn doc_ids(&self) -> u32 {
         self.sizes.len() as u32
@@ -226,7 +303,7 @@ fn delta_segment(catalog: &Catalog, options: &IndexOptions) -> Result<Option<Liv
         .prefix("ndd-delta-")
         .tempdir()
         .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let mut entry = crate::lifecycle::fold::write_delta_segment(
+    let mut entry = crate::lifecycle::fold::write_temp_delta_segment(
         tmp.path(),
         "delta.ndds",
         &docs,
@@ -250,6 +327,24 @@ fn doc_ranges(segments: &[LiveSegment]) -> Vec<(u32, u32, usize)> {
         .collect();
     by_doc.sort_unstable();
     by_doc
+}
+
+/// Takes a segment's FREQUENT table (key -> df) out of `frequent` (the inverse of
+/// [`add_frequent`]).
+fn sub_frequent(seg: &Segment, frequent: &mut FeatureMap<u32>) -> Result<()> {
+    let mut other = FeatureMap::default();
+    add_frequent(seg, &mut other)?;
+    for (key, df) in other {
+        if let std::collections::hash_map::Entry::Occupied(mut e) = frequent.entry(key) {
+            let left = e.get().saturating_sub(df);
+            if left == 0 {
+                e.remove();
+            } else {
+                *e.get_mut() = left;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Adds a segment's FREQUENT table (key -> df) into `frequent`.

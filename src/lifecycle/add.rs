@@ -31,7 +31,7 @@ use crate::pipeline::publish;
 use crate::store::delta::DeltaDoc;
 use crate::store::DocRecord;
 
-use super::fold::{write_delta_segment, FoldSummary};
+use super::fold::{write_temp_delta_segment, FoldSummary};
 
 /// Default fold size of the delta, in documents.
 pub const DEFAULT_FOLD_DOCS: u64 = 1024;
@@ -98,11 +98,9 @@ impl Index {
         let source: Source = inputs.into();
         let started = Instant::now();
         let catalog = &self.catalog;
-        let batch_id = catalog
-            .batches::<BatchRecord>()?
-            .last()
-            .map(|(id, _)| id + 1)
-            .unwrap_or(1);
+        // The last batch id by one seek: reading every batch record made each add slower
+        // than the one before (the server adds a batch per group commit).
+        let batch_id = catalog.last_batch_id()?.map(|id| id + 1).unwrap_or(1);
         let name = opts
             .batch
             .clone()
@@ -243,7 +241,8 @@ impl Index {
             self.view
                 .with_new_segment(tmp.path(), none, &[], &extra_tombs)?
         } else {
-            let entry = write_delta_segment(tmp.path(), "add.ndds", &delta_docs, &m_opts, catalog)?;
+            let entry =
+                write_temp_delta_segment(tmp.path(), "add.ndds", &delta_docs, &m_opts, catalog)?;
             let sizes: Vec<u32> = news.iter().map(|(r, _)| r.features).collect();
             self.view
                 .with_new_segment(&tmp.path().join("add.ndds"), entry, &sizes, &extra_tombs)?
@@ -269,6 +268,13 @@ impl Index {
         )?;
         let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
         let clusters = cluster::apply_edges_over(catalog, &overlay, &mut wb, &edges, doc_lo)?;
+        // The segment the new documents were matched in holds exactly them: the next
+        // snapshot keeps it as a piece of the delta (its file is gone with `tmp`, the
+        // mapping stays).
+        let piece = match view.segments.last() {
+            Some(p) if !news.is_empty() && p.entry.doc_lo == doc_lo => Some(p.share()),
+            _ => None,
+        };
         drop(view);
         let ids: Vec<u32> = delta_docs.iter().map(|(d, _)| *d).collect();
         for (doc, (_, delta)) in ids.iter().zip(&news) {
@@ -291,7 +297,16 @@ impl Index {
         mw.stage(catalog, &mut wb)?;
         catalog.commit(wb)?;
         drop(tmp);
-        self.reload_view()?;
+        // The new snapshot costs the delta's size, not the index's (no full reload).
+        let new_sizes: Vec<(u32, u32)> = news
+            .iter()
+            .enumerate()
+            .map(|(i, (r, _))| (doc_lo + i as u32, r.features))
+            .collect();
+        let view = self
+            .view
+            .after_add(&self.catalog, self.options(), &new_sizes, piece)?;
+        self.view = std::sync::Arc::new(view);
 
         // Reports (cluster ids and partners are final now).
         let best = publish::best_partners(&pairs, doc_lo);

@@ -47,7 +47,35 @@ pub fn write_delta_segment(
     methods: &MethodOptions,
     catalog: &Catalog,
 ) -> Result<SegmentEntry> {
-    let mut w = SegmentWriter::create(dir, name)?;
+    write_segment_of(
+        SegmentWriter::create(dir, name)?,
+        name,
+        docs,
+        methods,
+        catalog,
+    )
+}
+
+/// [`write_delta_segment`] for a private temporary segment (a snapshot's view of the delta, an
+/// add's matching segment): the same bytes, without the fsyncs of a published segment.
+pub fn write_temp_delta_segment(
+    dir: &Path,
+    name: &str,
+    docs: &[(u32, DeltaDoc)],
+    methods: &MethodOptions,
+    catalog: &Catalog,
+) -> Result<SegmentEntry> {
+    let w = SegmentWriter::create(dir, name)?.temporary();
+    write_segment_of(w, name, docs, methods, catalog)
+}
+
+fn write_segment_of(
+    mut w: SegmentWriter,
+    name: &str,
+    docs: &[(u32, DeltaDoc)],
+    methods: &MethodOptions,
+    catalog: &Catalog,
+) -> Result<SegmentEntry> {
     w.begin_table(segment::FORWARD)?;
     let mut buf = Vec::new();
     let mut pairs: Vec<(u64, u32)> = Vec::new();

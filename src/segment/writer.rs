@@ -43,6 +43,8 @@ pub struct SegmentWriter {
     done: Vec<DirEntry>,
     /// Set after an I/O error: the file is in an unknown state and must not be published.
     poisoned: bool,
+    /// Fsync the file and its directory in `finish` (not for private temporary segments).
+    durable: bool,
 }
 
 impl SegmentWriter {
@@ -90,6 +92,7 @@ impl SegmentWriter {
             table: None,
             done: Vec::new(),
             poisoned: false,
+            durable: true,
         };
         if let Err(e) = w.write(&encode_header()) {
             // The caller never got a writer, so it cannot clean up: leave nothing behind.
@@ -211,6 +214,14 @@ impl SegmentWriter {
         Ok(())
     }
 
+    /// A private temporary segment (a snapshot's view of the delta, an add's matching
+    /// segment): `finish` renames it into place without the fsyncs, which only make a
+    /// published segment durable.
+    pub fn temporary(mut self) -> Self {
+        self.durable = false;
+        self
+    }
+
     /// Writes directory and footer, fsyncs, renames `<name>.tmp` to `<name>`, fsyncs the
     /// directory, and describes what was written.
     pub fn finish(mut self) -> Result<SegmentMeta> {
@@ -246,12 +257,16 @@ impl SegmentWriter {
             .out
             .into_inner()
             .map_err(|e| Error::io(&tmp, e.into_error()))?;
-        crate::failpoint::check("segment.sync")
-            .and_then(|()| file.sync_all())
-            .at(&tmp)?;
+        if self.durable {
+            crate::failpoint::check("segment.sync")
+                .and_then(|()| file.sync_all())
+                .at(&tmp)?;
+        }
         drop(file);
         std::fs::rename(&tmp, &self.final_path).at(&self.final_path)?;
-        sync_dir(&self.dir)?;
+        if self.durable {
+            sync_dir(&self.dir)?;
+        }
 
         let tables = self.done.iter().map(table_meta).collect();
         Ok(SegmentMeta {

@@ -307,6 +307,19 @@ impl Catalog {
         Ok(out)
     }
 
+    /// The highest batch id, by one backward seek (None: no batch yet).
+    pub fn last_batch_id(&self) -> Result<Option<u32>> {
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_BATCHES));
+        it.seek_for_prev([b"id/".as_slice(), &[0xff; 5]].concat());
+        if let Some(k) = it.key() {
+            if let Some(id) = k.strip_prefix(b"id/") {
+                return Ok(Some(parse_doc_key(id)?));
+            }
+        }
+        it.status().map_err(|e| db_err(&self.path, e))?;
+        Ok(None)
+    }
+
     /// Cluster id of a document: its stored cluster, or itself when it is a singleton.
     pub fn cluster_of(&self, doc: u32) -> Result<u32> {
         Ok(self

@@ -1,0 +1,432 @@
+//! The single writer: one thread owns the index's writer handle and applies every write.
+//!
+//! **Group commit.** Insert requests queue on a channel; the writer takes the first one and
+//! every other insert already waiting (up to `max_group_docs` documents, keys disjoint), and
+//! applies them as ONE [`Index::add`] call: one synced RocksDB write for the whole group, then
+//! one new read snapshot ([`Index::snapshot`]: the writer's catalog and freshly updated view,
+//! no reopen), then every request of the group is answered. While a group commits, the next
+//! one queues up, so groups grow with the load by themselves: no timer, no added latency when
+//! the server is idle.
+//!
+//! **Sharing the index with other processes.** The writer lock (and RocksDB's) is taken at the
+//! first write and given back after `idle` without writes, so a nightly `ndd-index ingest` can
+//! run between bursts. While another process holds it, a write waits up to `write_wait` and is
+//! then answered 503 with `Retry-After`. Before giving the lock back the writer installs a
+//! read-only snapshot and waits until no query still uses the writer's catalog.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use tokio::sync::oneshot;
+
+use super::api::Source;
+use super::error::ApiError;
+use super::metrics::Metrics;
+use super::snapshot::Snapshots;
+use crate::canonicalize::DocFormat;
+use crate::error::Error;
+use crate::lifecycle::add::AddOptions;
+use crate::lifecycle::{DeleteSelector, DeleteSummary};
+use crate::pipeline::ingest::DocReport;
+use crate::{CreateOptions, Index};
+
+/// One document of an insert.
+#[derive(Debug)]
+pub struct InsertDoc {
+    pub key: String,
+    pub bytes: Vec<u8>,
+    pub format: DocFormat,
+}
+
+/// The answer to an insert: one report per document, in order.
+pub type InsertReply = Result<Vec<DocReport>, ApiError>;
+
+/// A write request.
+pub enum Op {
+    Insert {
+        docs: Vec<InsertDoc>,
+        reply: oneshot::Sender<InsertReply>,
+        /// Until when it may wait for another process's writer lock.
+        deadline: Instant,
+    },
+    Delete {
+        key: String,
+        reply: oneshot::Sender<Result<DeleteSummary, ApiError>>,
+        deadline: Instant,
+    },
+    /// Finish what is queued, give the lock back, end the thread.
+    Shutdown,
+}
+
+/// Writer settings.
+#[derive(Clone, Debug)]
+pub struct WriterConfig {
+    pub dir: PathBuf,
+    /// How long a write waits for another process's writer lock before a 503.
+    pub write_wait: Duration,
+    /// The lock is given back after this long without writes.
+    pub idle: Duration,
+    /// Most documents in one group commit.
+    pub max_group_docs: usize,
+    /// Fold the delta into a segment once it holds this many documents (`add --fold-docs`).
+    pub fold_docs: u64,
+    /// Requests that may wait in the queue; more are answered 503 at once.
+    pub queue: usize,
+}
+
+/// The handle request handlers use.
+pub struct WriterHandle {
+    tx: SyncSender<Op>,
+    /// True while this server holds the writer lock.
+    pub held: Arc<AtomicBool>,
+    /// Serializes snapshot swaps between the writer and the manifest watcher.
+    pub swap: Arc<Mutex<()>>,
+    retry_after: u64,
+}
+
+impl WriterHandle {
+    /// Queues a write; a full queue is a 503 at once.
+    pub fn submit(&self, op: Op) -> Result<(), ApiError> {
+        match self.tx.try_send(op) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => Err(ApiError::unavailable(
+                "the write queue is full; retry later",
+                self.retry_after,
+            )),
+            Err(TrySendError::Disconnected(_)) => Err(ApiError::unavailable(
+                "the server is shutting down",
+                self.retry_after,
+            )),
+        }
+    }
+
+    /// Asks the writer to finish (queued writes are still applied).
+    pub fn shutdown(&self) {
+        let _ = self.tx.send(Op::Shutdown);
+    }
+}
+
+/// Starts the writer thread.
+pub fn spawn(
+    cfg: WriterConfig,
+    snapshots: Arc<Snapshots>,
+    metrics: Arc<Metrics>,
+) -> std::io::Result<(WriterHandle, std::thread::JoinHandle<()>)> {
+    let (tx, rx) = mpsc::sync_channel(cfg.queue.max(1));
+    let held = Arc::new(AtomicBool::new(false));
+    let swap = Arc::new(Mutex::new(()));
+    let retry_after = cfg.write_wait.as_secs().max(1);
+    let mut w = Writer {
+        cfg,
+        rx,
+        pending: VecDeque::new(),
+        index: None,
+        snapshots,
+        metrics,
+        held: Arc::clone(&held),
+        swap: Arc::clone(&swap),
+    };
+    let join = std::thread::Builder::new()
+        .name("ndd-writer".into())
+        .spawn(move || w.run())?;
+    Ok((
+        WriterHandle {
+            tx,
+            held,
+            swap,
+            retry_after,
+        },
+        join,
+    ))
+}
+
+struct Writer {
+    cfg: WriterConfig,
+    rx: Receiver<Op>,
+    /// Requests taken from the channel but left for a later group (a key already in the group).
+    pending: VecDeque<Op>,
+    index: Option<Index>,
+    snapshots: Arc<Snapshots>,
+    metrics: Arc<Metrics>,
+    held: Arc<AtomicBool>,
+    swap: Arc<Mutex<()>>,
+}
+
+impl Writer {
+    fn run(&mut self) {
+        let mut stopping = false;
+        loop {
+            let op = match self.pending.pop_front() {
+                Some(op) => op,
+                None if stopping => break,
+                None => {
+                    let wait = if self.index.is_some() {
+                        self.cfg.idle
+                    } else {
+                        Duration::from_secs(3600)
+                    };
+                    match self.rx.recv_timeout(wait) {
+                        Ok(op) => op,
+                        Err(RecvTimeoutError::Timeout) => {
+                            self.release();
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                }
+            };
+            match op {
+                Op::Shutdown => {
+                    stopping = true;
+                    // Apply what is already queued, then stop.
+                    while let Ok(op) = self.rx.try_recv() {
+                        if !matches!(op, Op::Shutdown) {
+                            self.pending.push_back(op);
+                        }
+                    }
+                }
+                Op::Delete {
+                    key,
+                    reply,
+                    deadline,
+                } => {
+                    let r = self.delete(&key, deadline);
+                    let _ = reply.send(r);
+                }
+                insert @ Op::Insert { .. } => self.group_commit(insert),
+            }
+        }
+        self.release();
+    }
+
+    /// Takes the writer lock if not held, waiting up to `deadline` for another process.
+    fn ensure_writer(&mut self, deadline: Instant) -> Result<(), ApiError> {
+        if self.index.is_some() {
+            return Ok(());
+        }
+        loop {
+            let _g = self.swap.lock().unwrap_or_else(|p| p.into_inner());
+            match Index::open_writer(&self.cfg.dir, &CreateOptions::default()) {
+                Ok(ix) => {
+                    self.held.store(true, Relaxed);
+                    self.snapshots.set(Arc::new(ix.snapshot()));
+                    self.metrics.snapshots.fetch_add(1, Relaxed);
+                    self.index = Some(ix);
+                    return Ok(());
+                }
+                Err(Error::Locked { holder, .. }) => {
+                    drop(_g);
+                    if Instant::now() >= deadline {
+                        self.metrics.writer_busy.fetch_add(1, Relaxed);
+                        return Err(ApiError::unavailable(
+                            format!(
+                                "another process holds the index's writer lock ({holder}); \
+                                 waited {:.1} s",
+                                self.cfg.write_wait.as_secs_f64()
+                            ),
+                            self.cfg.write_wait.as_secs().max(1),
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// Gives the writer lock back: installs a read-only snapshot, waits until no query uses
+    /// the writer's catalog any more, then closes it.
+    fn release(&mut self) {
+        let Some(w) = self.index.take() else {
+            return;
+        };
+        let _g = self.swap.lock().unwrap_or_else(|p| p.into_inner());
+        match Index::open(&self.cfg.dir) {
+            Ok(ro) => {
+                self.snapshots.set(Arc::new(ro));
+                self.metrics.snapshots.fetch_add(1, Relaxed);
+            }
+            Err(e) => {
+                // Keep writing with what we have rather than leave readers without an index.
+                eprintln!("ndd-index serve: cannot reopen read-only, keeping the writer: {e}");
+                self.index = Some(w);
+                return;
+            }
+        }
+        let until = Instant::now() + Duration::from_secs(60);
+        while Arc::strong_count(&w.catalog) > 1 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(w);
+        self.held.store(false, Relaxed);
+    }
+
+    /// Installs the writer's current state as the read snapshot.
+    fn publish(&self) {
+        if let Some(w) = &self.index {
+            self.snapshots.set(Arc::new(w.snapshot()));
+            self.metrics.snapshots.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn delete(&mut self, key: &str, deadline: Instant) -> Result<DeleteSummary, ApiError> {
+        self.ensure_writer(deadline)?;
+        let w = self.index.as_mut().expect("writer held");
+        let r = w.delete(&DeleteSelector::Keys(vec![key.to_owned()]));
+        if r.is_err() {
+            self.release(); // reopen (and clean up) before the next write
+        } else {
+            self.publish();
+        }
+        Ok(r?)
+    }
+
+    /// Collects a group starting with `first`, applies it in one add, answers everyone.
+    fn group_commit(&mut self, first: Op) {
+        let mut group: Vec<(Vec<InsertDoc>, oneshot::Sender<InsertReply>, Instant)> = Vec::new();
+        let mut keys: HashSet<String> = HashSet::new();
+        let mut n = 0usize;
+        let mut later: VecDeque<Op> = VecDeque::new();
+        let mut next = Some(first);
+        while let Some(op) = next.take() {
+            match op {
+                Op::Insert {
+                    docs,
+                    reply,
+                    deadline,
+                } => {
+                    let clash = docs.iter().any(|d| keys.contains(&d.key));
+                    if clash || (n > 0 && n + docs.len() > self.cfg.max_group_docs) {
+                        later.push_back(Op::Insert {
+                            docs,
+                            reply,
+                            deadline,
+                        });
+                    } else {
+                        keys.extend(docs.iter().map(|d| d.key.clone()));
+                        n += docs.len();
+                        group.push((docs, reply, deadline));
+                    }
+                }
+                other => {
+                    // A delete or shutdown keeps its place: after this group.
+                    later.push_back(other);
+                    break;
+                }
+            }
+            if n >= self.cfg.max_group_docs {
+                break;
+            }
+            next = match self.pending.pop_front() {
+                Some(op) => Some(op),
+                None => self.rx.try_recv().ok(),
+            };
+        }
+        // Deferred requests go before anything still pending, in their order.
+        while let Some(op) = later.pop_back() {
+            self.pending.push_front(op);
+        }
+
+        let deadline = group
+            .iter()
+            .map(|g| g.2)
+            .max()
+            .expect("group has a request");
+        if let Err(e) = self.ensure_writer(deadline) {
+            for (_, reply, _) in group {
+                let _ = reply.send(Err(ApiError {
+                    status: e.status,
+                    code: e.code,
+                    message: e.message.clone(),
+                    retry_after: e.retry_after,
+                }));
+            }
+            return;
+        }
+        let started = Instant::now();
+        let mut counts: Vec<usize> = Vec::with_capacity(group.len());
+        let mut docs: Vec<(String, Vec<u8>, DocFormat)> = Vec::with_capacity(n);
+        let mut replies = Vec::with_capacity(group.len());
+        for (ds, reply, _) in group {
+            counts.push(ds.len());
+            docs.extend(ds.into_iter().map(|d| (d.key, d.bytes, d.format)));
+            replies.push(reply);
+        }
+        let keys_in_order: Vec<String> = docs.iter().map(|d| d.0.clone()).collect();
+        let opts = AddOptions {
+            fold_docs: self.cfg.fold_docs.max(1),
+            ..AddOptions::default()
+        };
+        let mut reports: HashMap<String, VecDeque<DocReport>> = HashMap::new();
+        let w = self.index.as_mut().expect("writer held");
+        let result = w
+            .add(Source::DocsWithFormat(docs), &opts, &mut |r| {
+                reports
+                    .entry(r.key.clone())
+                    .or_default()
+                    .push_back(r.clone());
+                Ok(())
+            })
+            .and_then(|s| {
+                // A fold adds a segment: let the merge policy keep the segment count bounded.
+                if s.folded.is_some() {
+                    w.compact_after_ingest()?;
+                }
+                Ok(s)
+            });
+        self.metrics.groups.fetch_add(1, Relaxed);
+        self.metrics
+            .group_docs
+            .fetch_add(keys_in_order.len() as u64, Relaxed);
+        match result {
+            Ok(_) => {
+                self.publish();
+                self.metrics
+                    .group_micros
+                    .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+                let mut keys = keys_in_order.into_iter();
+                for (count, reply) in counts.into_iter().zip(replies) {
+                    let mut out = Vec::with_capacity(count);
+                    for key in keys.by_ref().take(count) {
+                        match reports.get_mut(&key).and_then(|q| q.pop_front()) {
+                            Some(r) => out.push(r),
+                            None => {
+                                out.clear();
+                                break;
+                            }
+                        }
+                    }
+                    let answer = if out.len() == count {
+                        Ok(out)
+                    } else {
+                        Err(ApiError::new(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "internal",
+                            "the index reported fewer documents than were sent",
+                        ))
+                    };
+                    let _ = reply.send(answer);
+                }
+            }
+            Err(e) => {
+                // Nothing was acknowledged. Reopen the writer before the next write so its
+                // state is read again from disk (a retry of a committed document is
+                // `unchanged`).
+                self.release();
+                let msg = e.to_string();
+                for reply in replies {
+                    let _ = reply.send(Err(ApiError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "write_failed",
+                        format!("the write failed and was not acknowledged: {msg}"),
+                    )));
+                }
+            }
+        }
+    }
+}
