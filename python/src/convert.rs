@@ -47,14 +47,21 @@ pub fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny
 /// A document's text: `str` (encoded as UTF-8) or `bytes`. Bytes must be UTF-8 unless
 /// `sniff` (then they are decoded as a file's bytes are: BOM, `<meta charset>`, else UTF-8).
 /// `what` names the document in errors.
-pub fn doc_bytes(obj: &Bound<'_, PyAny>, sniff: bool, what: &dyn Fn() -> String) -> PyResult<Vec<u8>> {
+pub fn doc_bytes(
+    obj: &Bound<'_, PyAny>,
+    sniff: bool,
+    what: &dyn Fn() -> String,
+) -> PyResult<Vec<u8>> {
     let py = obj.py();
     if let Ok(s) = obj.cast::<PyString>() {
         return match s.to_str() {
             Ok(t) => Ok(t.as_bytes().to_vec()),
             Err(_) => Err(invalid(
                 py,
-                format!("{}: text is not valid Unicode (lone surrogates cannot be encoded as UTF-8)", what()),
+                format!(
+                    "{}: text is not valid Unicode (lone surrogates cannot be encoded as UTF-8)",
+                    what()
+                ),
             )),
         };
     }
@@ -93,7 +100,10 @@ pub fn doc_key(obj: &Bound<'_, PyAny>, what: &dyn Fn() -> String) -> PyResult<St
             Ok(t) => Ok(t.to_owned()),
             Err(_) => Err(invalid(
                 py,
-                format!("{}: key is not valid UTF-8 (it has lone surrogates)", what()),
+                format!(
+                    "{}: key is not valid UTF-8 (it has lone surrogates)",
+                    what()
+                ),
             )),
         },
         Err(_) => Err(PyTypeError::new_err(format!(
@@ -149,10 +159,14 @@ pub fn threshold(obj: &Bound<'_, PyAny>, name: &str, creation: bool) -> PyResult
     let text = if let Ok(s) = obj.cast::<PyString>() {
         s.to_str()?.to_owned()
     } else if obj.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err(format!("{name} must be a number, not bool")));
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be a number, not bool"
+        )));
     } else if let Ok(x) = obj.extract::<f64>() {
         if !x.is_finite() {
-            return Err(bad(format!("{name}: invalid threshold {x}: expected a number between 0 and 1")));
+            return Err(bad(format!(
+                "{name}: invalid threshold {x}: expected a number between 0 and 1"
+            )));
         }
         format!("{x}")
     } else {

@@ -55,9 +55,12 @@ pub fn lib_err(py: Python<'_>, e: Error) -> PyErr {
     let msg = e.to_string();
     let path = |p: &std::path::Path| ("path", Str(p.display().to_string()));
     match &e {
-        Error::Locked { path: p, holder } => {
-            raise(py, "LockedError", msg, &[path(p), ("holder", Str(holder.clone()))])
-        }
+        Error::Locked { path: p, holder } => raise(
+            py,
+            "LockedError",
+            msg,
+            &[path(p), ("holder", Str(holder.clone()))],
+        ),
         Error::NotAnIndex { path: p } => raise(py, "NotAnIndexError", msg, &[path(p)]),
         Error::OptionConflict {
             path: p,

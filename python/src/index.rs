@@ -121,11 +121,7 @@ impl PyIndex {
 
 /// The documents of `ingest`/`add`: one path, an iterable of paths, a dict key -> html, or an
 /// iterable of (key, html) tuples.
-fn source_of(
-    docs: &Bound<'_, PyAny>,
-    sniff: bool,
-    format: Option<DocFormat>,
-) -> PyResult<Source> {
+fn source_of(docs: &Bound<'_, PyAny>, sniff: bool, format: Option<DocFormat>) -> PyResult<Source> {
     let py = docs.py();
     if let Some(p) = path_of(docs) {
         return paths_source(py, vec![p]);
@@ -203,7 +199,8 @@ fn method_of(py: Python<'_>, m: &str) -> PyResult<Method> {
 }
 
 fn matching_of(py: Python<'_>, m: &str) -> PyResult<Matching> {
-    m.parse::<Matching>().map_err(|e| invalid(py, e.to_string()))
+    m.parse::<Matching>()
+        .map_err(|e| invalid(py, e.to_string()))
 }
 
 fn input_options(
@@ -389,7 +386,11 @@ impl PyIndex {
     #[pyo3(signature = (path, readonly=false))]
     fn open(py: Python<'_>, path: PathBuf, readonly: bool) -> PyResult<PyIndex> {
         if !exists(&path) {
-            return Err(to_py(py, Fail::Lib(Error::NotAnIndex { path: path.clone() }), &path));
+            return Err(to_py(
+                py,
+                Fail::Lib(Error::NotAnIndex { path: path.clone() }),
+                &path,
+            ));
         }
         let p = path.clone();
         let ix = py
@@ -459,7 +460,10 @@ impl PyIndex {
         } else {
             "readonly"
         };
-        format!("<ndd_index.Index {:?} {state}>", self.path.display().to_string())
+        format!(
+            "<ndd_index.Index {:?} {state}>",
+            self.path.display().to_string()
+        )
     }
 
     /// A reader moves to the index as published now (a writer always sees its own writes).
@@ -626,9 +630,10 @@ impl PyIndex {
         self.write(py, move |ix| {
             let mut records = Vec::new();
             let summary = ix.add(source, &opts, &mut |r: &DocReport| {
-                records.push(serde_json::to_value(r).map_err(|e| {
-                    Error::InvalidArgument(format!("report of {}: {e}", r.key))
-                })?);
+                records
+                    .push(serde_json::to_value(r).map_err(|e| {
+                        Error::InvalidArgument(format!("report of {}: {e}", r.key))
+                    })?);
                 Ok(())
             })?;
             Ok(PyReport {
@@ -704,7 +709,10 @@ impl PyIndex {
             let h = h?;
             let name = match &names {
                 Some(n) => n.get(i).cloned().ok_or_else(|| {
-                    invalid(py, format!("names has fewer entries than htmls (no name for #{i})"))
+                    invalid(
+                        py,
+                        format!("names has fewer entries than htmls (no name for #{i})"),
+                    )
                 })?,
                 None => format!("<query #{i}>"),
             };
@@ -852,7 +860,11 @@ impl PyIndex {
 
     /// Catalog facts of a live document: dict with key, doc, batch, cluster and partners (the
     /// other live members of its cluster); None when no live document has this key.
-    fn document<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn document<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let k = doc_key(key, &|| "document".to_owned())?;
         let v = self.read(py, move |ix| match ix.document(&k)? {
             Some(d) => Ok(Some(json(&d)?)),
@@ -877,7 +889,11 @@ impl PyIndex {
     /// Deletes documents by key (a str or an iterable of str), in one atomic write; they
     /// leave every answer at once and their clusters are re-clustered. Returns the summary
     /// dict (deleted, not_found: keys naming no live document, clusters_touched, ...).
-    fn delete<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn delete<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let keys: Vec<String> = if keys.cast::<PyString>().is_ok() {
             vec![doc_key(keys, &|| "delete".to_owned())?]
         } else {
@@ -926,7 +942,10 @@ impl PyIndex {
             };
             let t: f64 = dt.call_method0("timestamp")?.extract()?;
             if t < 0.0 {
-                return Err(invalid(py, "delete_older_than: dates before 1970 are not supported"));
+                return Err(invalid(
+                    py,
+                    "delete_older_than: dates before 1970 are not supported",
+                ));
             }
             t as u64
         } else if date.hasattr("isoformat")? {
@@ -945,7 +964,9 @@ impl PyIndex {
     /// documents; no answer changes. Returns the summary dict.
     #[pyo3(signature = (full=false))]
     fn compact<'py>(&self, py: Python<'py>, full: bool) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.write(py, move |ix| json(&ix.compact(full, &MergePolicy::default())?))?;
+        let v = self.write(py, move |ix| {
+            json(&ix.compact(full, &MergePolicy::default())?)
+        })?;
         value_to_py(py, &v)
     }
 

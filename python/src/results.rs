@@ -143,7 +143,12 @@ impl PyReport {
     }
 
     fn __repr__(&self) -> String {
-        let get = |k: &str| self.summary.get(k).map(|v| v.to_string()).unwrap_or_default();
+        let get = |k: &str| {
+            self.summary
+                .get(k)
+                .map(|v| v.to_string())
+                .unwrap_or_default()
+        };
         format!(
             "IngestReport(batch={}, documents_read={}, added={}, replaced={}, unchanged={}, errors={})",
             get("batch"),
@@ -308,8 +313,14 @@ impl PyPairs {
             r.push(z);
         }
         let cols = PyDict::new(py);
-        cols.set_item("key_a", pa.call_method1("array", (a, pa.call_method0("string")?))?)?;
-        cols.set_item("key_b", pa.call_method1("array", (b, pa.call_method0("string")?))?)?;
+        cols.set_item(
+            "key_a",
+            pa.call_method1("array", (a, pa.call_method0("string")?))?,
+        )?;
+        cols.set_item(
+            "key_b",
+            pa.call_method1("array", (b, pa.call_method0("string")?))?,
+        )?;
         cols.set_item(
             "resemblance",
             pa.call_method1("array", (r, pa.call_method0("float64")?))?,
