@@ -23,6 +23,7 @@ demo: build
 
 test: setup
 	$(CARGO) test --release --workspace
+	$(MAKE) --no-print-directory python-test
 
 # `maturin develop` installs the extension and python/ndd_index into the venv (editable).
 python: setup
@@ -37,7 +38,7 @@ python-test: python
 ifeq ($(NDD_SKIP_PYTHON),1)
 	@echo "python-test: skipped (NDD_SKIP_PYTHON=1)"
 else
-	$(CARGO) build --release -p ndd-index -p ndd-gen
+	$(CARGO) build --release --workspace --bins
 	NDD_INDEX_BIN=$(BIN) NDD_GEN_BIN=$(GEN) $(VENV_BIN)/python -m pytest -q python/tests
 endif
 
