@@ -44,11 +44,12 @@ pub struct PyMatch {
 impl PyMatch {
     fn __repr__(&self) -> String {
         let opt = |v: Option<String>| v.unwrap_or_else(|| "None".into());
+        // {:?} prints floats as Python does (1.0, 0.9696969696969697).
         format!(
-            "Match(key={:?}, resemblance={}, containment={}, cluster={})",
+            "Match(key={:?}, resemblance={:?}, containment={}, cluster={})",
             self.key,
             self.resemblance,
-            opt(self.containment.map(|c| c.to_string())),
+            opt(self.containment.map(|c| format!("{c:?}"))),
             opt(self.cluster.map(|c| c.to_string())),
         )
     }
