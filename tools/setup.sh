@@ -28,8 +28,27 @@ have_libclang() {
   return 1
 }
 
+# The Python package (python/, `make python`, `make python-test`): a virtualenv in the clone
+# (${NDD_VENV:-.venv}) with maturin and pytest. `python3 -m venv` needs ensurepip, which Debian
+# ships apart (python3.X-venv). NDD_SKIP_PYTHON=1 skips all of it.
+cd "$(dirname "$0")/.."
+PYTHON="${NDD_PYTHON:-python3}"
+VENV="${NDD_VENV:-.venv}"
+python_wanted() { [ "${NDD_SKIP_PYTHON:-0}" = 0 ]; }
+venv_ready() { [ -x "$VENV/bin/python" ] && "$VENV/bin/python" -m pip --version >/dev/null 2>&1; }
+
 missing=()
 have_libclang || missing+=(libclang-dev)
+if python_wanted; then
+  command -v "$PYTHON" >/dev/null || { echo "setup: $PYTHON not found: install Python >= 3.10 (or set NDD_SKIP_PYTHON=1)" >&2; exit 1; }
+  "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' || {
+    echo "setup: $PYTHON is $("$PYTHON" -V 2>&1); the Python package needs >= 3.10 (set NDD_PYTHON, or NDD_SKIP_PYTHON=1)" >&2; exit 1; }
+  # venv creates a working environment only with ensurepip (Debian: python3.X-venv).
+  if ! venv_ready && ! "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    pyver=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    missing+=("python$pyver-venv")
+  fi
+fi
 command -v zstd >/dev/null || missing+=(zstd)
 { command -v cc >/dev/null && command -v c++ >/dev/null; } || missing+=(build-essential)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -47,3 +66,32 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 command -v cargo >/dev/null || { echo "setup: cargo not found: install Rust (rustup)" >&2; exit 1; }
+
+if python_wanted; then
+  if ! venv_ready; then
+    "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1 || {
+      echo "setup: $PYTHON has no ensurepip (python3-venv) even after installing it; is it Debian's python3?" >&2; exit 1; }
+    echo "setup: creating the Python virtualenv $VENV" >&2
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV"
+  fi
+  # The exact versions the build and the tests need, checked in the venv itself.
+  if ! "$VENV/bin/python" - <<'PY' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+def v(name):
+    return tuple(int(x) for x in version(name).split(".")[:2] if x.isdigit())
+ok = (1, 5) <= v("maturin") < (2, 0) and v("pytest") >= (7, 0)
+sys.exit(0 if ok else 1)
+PY
+  then
+    echo "setup: installing maturin>=1.5,<2 and pytest>=7 into $VENV (pip)" >&2
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" "pytest>=7"
+  fi
+  # Optional: pyarrow lets the tests cover Pairs.to_arrow() (skipped without it).
+  if ! "$VENV/bin/python" -c 'import pyarrow' >/dev/null 2>&1; then
+    echo "setup: installing pyarrow into $VENV (pip; optional)" >&2
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check pyarrow ||
+      echo "setup: warning: pyarrow did not install; the to_arrow test will be skipped" >&2
+  fi
+fi
