@@ -12,6 +12,8 @@ pub mod canonicalize;
 #[cfg(feature = "rocksdb")]
 pub mod cluster;
 pub mod error;
+#[cfg(feature = "rocksdb")]
+pub mod eval;
 pub mod failpoint;
 pub mod fingerprint;
 #[cfg(feature = "rocksdb")]

@@ -5,9 +5,9 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::Args;
+use ndd_index::eval::{self, tune, EvalRow, Truth};
 use ndd_index::fingerprint::adaptive::SizeGroups;
-use ndd_index::method::eval::{EvalRow, Truth};
-use ndd_index::method::{self, tune, Method};
+use ndd_index::method::Method;
 use ndd_index::{Error, Index, Threshold};
 
 use super::{stdout_err as out_err, IndexArg};
@@ -33,17 +33,17 @@ pub struct EvalArgs {
 
 pub fn run(a: EvalArgs) -> Result<(), Error> {
     let index = Index::open(&a.ix.index)?;
-    let truth = method::eval::Truth::load(&a.truth, a.manifest.as_deref())?;
+    let truth = Truth::load(&a.truth, a.manifest.as_deref())?;
     let methods = if a.method.is_empty() {
         Method::ALL.to_vec()
     } else {
         a.method.clone()
     };
-    let warning = unmatched_warning(&index, &truth)?;
+    let warning = eval::unmatched_warning(&index, &truth)?;
     if let Some(w) = &warning {
         eprintln!("warning: {w}");
     }
-    let (rows, skipped) = method::eval::evaluate(&index, &truth, &methods, &a.thresholds)?;
+    let (rows, skipped) = eval::evaluate(&index, &truth, &methods, &a.thresholds)?;
     let mut out = io::stdout().lock();
     if a.ix.json {
         let skipped: Vec<_> = skipped
@@ -148,7 +148,7 @@ pub fn tune(a: TuneArgs) -> Result<(), Error> {
 }
 
 /// The size-group table of rows that have one.
-pub fn print_groups(out: &mut impl Write, g: &[tune::GroupScore]) -> Result<(), Error> {
+pub fn print_groups(out: &mut impl Write, g: &[eval::GroupScore]) -> Result<(), Error> {
     writeln!(out, "size_group\tmodulus\tdocs\tfound\tpositives\ttp\tP\tR").map_err(out_err)?;
     for r in g {
         writeln!(
@@ -166,24 +166,6 @@ pub fn print_groups(out: &mut impl Write, g: &[tune::GroupScore]) -> Result<(), 
         .map_err(out_err)?;
     }
     Ok(())
-}
-
-/// `eval`'s warning when no key of the truth file is indexed (a wrong root folder or manifest
-/// makes every figure 0 otherwise without a hint); None when some key matches.
-pub fn unmatched_warning(index: &Index, truth: &Truth) -> Result<Option<String>, Error> {
-    let docs = tune::Docs::load(index)?;
-    Ok((!docs.matches_any(truth)).then(|| {
-        let example = docs
-            .keys
-            .iter()
-            .find(|k| !k.is_empty())
-            .cloned()
-            .unwrap_or_default();
-        format!(
-            "no key of the truth file is indexed (indexed keys look like {example:?}); \
-             check the ingested folder or --manifest"
-        )
-    }))
 }
 
 /// The by-size-group tables of the rows (text output of `eval`).
