@@ -95,3 +95,6 @@ PY
       echo "setup: warning: pyarrow did not install; the to_arrow test will be skipped" >&2
   fi
 fi
+
+# Spark (ndd_index.spark): Java 17 and pyspark in the venv; NDD_SKIP_SPARK=1 skips it.
+. "$(dirname "$0")/setup_spark.sh"

@@ -9,6 +9,7 @@ mod functions;
 mod index;
 mod results;
 mod signals;
+mod spark;
 
 use pyo3::prelude::*;
 
@@ -20,6 +21,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::PyPairs>()?;
     m.add_function(wrap_pyfunction!(functions::canonicalize, m)?)?;
     m.add_function(wrap_pyfunction!(functions::fingerprint, m)?)?;
+    spark::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
