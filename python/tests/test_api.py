@@ -280,3 +280,21 @@ def test_abandoned_pairs_streams_end(tmp_path):
         assert full[0] == firsts[0] and len(full) > 1000
         p = ix.pairs(0.5)
         assert p.to_list() == full and p.to_list() == [] and next(iter(p), None) is None
+
+
+def test_more_creation_options(tmp_path):
+    ndd.Index.create(tmp_path / "c", shingle_chars=64, cluster_threshold="0.9").close()
+    with ndd.Index.open(tmp_path / "c", readonly=True) as ix:
+        assert ix.options["shingle"] == "chars:64" and ix.options["cluster_threshold"] == "0.9"
+    ndd.Index.create(tmp_path / "g", sample="adaptive", size_groups="0-300:1,300-:4").close()
+    with ndd.Index.open(tmp_path / "g", readonly=True) as ix:
+        assert ix.options["sample"].startswith("adaptive")
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    for i in range(5):
+        (ref / f"r{i}.html").write_text(page([f"w{j}" for j in range(i, 100 + i)]))
+    with ndd.Index.create(tmp_path / "m", methods=["imatch", "simhash"], imatch_lexicon=ref) as ix:
+        ix.ingest(small_docs() + [("d", A)], batch="b")
+        assert {h.key for h in ix.query(A, method="imatch")} >= {"a", "d"}
+    with pytest.raises(FileNotFoundError):
+        ndd.Index.create(tmp_path / "n", imatch_lexicon=tmp_path / "missing")
