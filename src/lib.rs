@@ -26,6 +26,8 @@ pub mod options;
 pub mod pipeline;
 #[cfg(feature = "rocksdb")]
 pub mod query;
+#[cfg(feature = "rocksdb")]
+pub mod runs;
 pub mod segment;
 pub mod sort;
 #[cfg(feature = "rocksdb")]

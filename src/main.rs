@@ -14,6 +14,7 @@ use std::process::ExitCode;
 mod cli_add;
 mod cli_eval;
 mod cli_lifecycle;
+mod cli_runs;
 
 use clap::{Args, Parser, Subcommand};
 use ndd_index::canonicalize::sniff_format;
@@ -57,6 +58,8 @@ enum Cmd {
     Eval(EvalArgs),
     /// Smallest adaptive sampling ratio per size group reaching a precision target.
     Tune(cli_eval::TuneArgs),
+    /// Near-duplicates in TREC runs: per topic, per run and top n, against qrels.
+    Runs(cli_runs::RunsArgs),
 }
 
 #[derive(Args)]
@@ -273,6 +276,7 @@ fn main() -> ExitCode {
         Cmd::Verify(a) => cli_lifecycle::verify(a),
         Cmd::Eval(a) => eval(a),
         Cmd::Tune(a) => cli_eval::tune(a),
+        Cmd::Runs(a) => cli_runs::runs(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
