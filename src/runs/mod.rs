@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::threshold::Threshold;
 use crate::Index;
 pub use pairs::TopicPair;
-pub use parse::{read_qrels, read_run, Qrels, Run, RunEntry, TopicId};
+pub use parse::{read_qrels, read_run, Docnos, Qrels, Run, RunEntry, TopicId};
 use stats::{duplicated_at_levels, duplicated_in, levels, redundant_flags, site, Neighbors};
 
 /// What `ndd-index runs` computes.
@@ -154,6 +154,7 @@ pub struct RunsReport {
 pub struct Analysis {
     pub report: RunsReport,
     pub runs: Vec<Run>,
+    pub docnos: Docnos,
     /// `flags[r][topic]`: for run `r`, `true` at each redundant position of the topic's list.
     pub flags: Vec<BTreeMap<TopicId, Vec<bool>>>,
 }
@@ -178,10 +179,11 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
     if req.runs.is_empty() {
         return Err(Error::InvalidArgument("no run files given".into()));
     }
+    let mut docnos = Docnos::default();
     let runs: Vec<Run> = req
         .runs
         .iter()
-        .map(|p| read_run(p))
+        .map(|p| read_run(p, &mut docnos))
         .collect::<Result<_>>()?;
     let mut names: HashMap<&str, &Path> = HashMap::new();
     for r in &runs {
@@ -196,19 +198,24 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
     }
     let qrels = req.qrels.as_deref().map(read_qrels).transpose()?;
 
-    // docno -> live doc id.
+    // docno -> live doc id, looked up once per distinct docno (runs first, then qrels).
     let view = index.view();
     let catalog = index.catalog();
-    let mut resolved: HashMap<String, Option<u32>> = HashMap::new();
-    let mut resolve = |docno: &str| -> Result<Option<u32>> {
-        if let Some(r) = resolved.get(docno) {
-            return Ok(*r);
+    if let Some(q) = &qrels {
+        for topic in q.topics.keys() {
+            for d in q.relevant(topic) {
+                docnos.intern(d);
+            }
         }
-        let id = catalog.doc_by_key(docno)?.filter(|&d| view.is_live(d));
-        resolved.insert(docno.to_string(), id);
-        Ok(id)
-    };
-    let mut unresolved: BTreeSet<String> = BTreeSet::new();
+    }
+    let resolved: Vec<Option<u32>> = (0..docnos.len() as u32)
+        .map(|i| {
+            Ok(catalog
+                .doc_by_key(docnos.name(i))?
+                .filter(|&d| view.is_live(d)))
+        })
+        .collect::<Result<_>>()?;
+    let mut unresolved: BTreeSet<&str> = BTreeSet::new();
     // Per run, topic: the list as doc ids (None = unresolved).
     let mut lists: Vec<BTreeMap<TopicId, Vec<Option<u32>>>> = Vec::with_capacity(runs.len());
     for r in &runs {
@@ -216,9 +223,9 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
         for (topic, entries) in &r.topics {
             let mut l = Vec::with_capacity(entries.len());
             for e in entries {
-                let id = resolve(&e.docno)?;
+                let id = resolved[e.docno as usize];
                 if id.is_none() {
-                    unresolved.insert(e.docno.clone());
+                    unresolved.insert(docnos.name(e.docno));
                 }
                 l.push(id);
             }
@@ -226,14 +233,15 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
         }
         lists.push(m);
     }
+    let resolve_qrel = |d: &str| docnos.get(d).and_then(|i| resolved[i as usize]);
     let mut relevant: BTreeMap<TopicId, Vec<Option<u32>>> = BTreeMap::new();
     if let Some(q) = &qrels {
         for topic in q.topics.keys() {
             let mut l = Vec::new();
             for docno in q.relevant(topic) {
-                let id = resolve(docno)?;
+                let id = resolve_qrel(docno);
                 if id.is_none() {
-                    unresolved.insert(docno.to_string());
+                    unresolved.insert(docno);
                 }
                 l.push(id);
             }
@@ -242,7 +250,11 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
     }
     let unresolved = Unresolved {
         count: unresolved.len() as u64,
-        examples: unresolved.into_iter().take(EXAMPLES).collect(),
+        examples: unresolved
+            .into_iter()
+            .take(EXAMPLES)
+            .map(str::to_string)
+            .collect(),
     };
     if req.strict && unresolved.count > 0 {
         return Err(Error::InvalidArgument(format!(
@@ -269,10 +281,10 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
     let mut source_pairs: BTreeSet<(u32, u32)> = BTreeSet::new();
     for topic in &all_topics {
         let mut run_docs: BTreeSet<u32> = BTreeSet::new();
-        let mut run_docnos: BTreeSet<&str> = BTreeSet::new();
+        let mut run_docnos: BTreeSet<u32> = BTreeSet::new();
         for (r, m) in runs.iter().zip(&lists) {
             if let (Some(entries), Some(l)) = (r.topics.get(topic), m.get(topic)) {
-                run_docnos.extend(entries.iter().map(|e| e.docno.as_str()));
+                run_docnos.extend(entries.iter().map(|e| e.docno));
                 run_docs.extend(l.iter().flatten());
             }
         }
@@ -361,6 +373,7 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
     Ok(Analysis {
         report,
         runs,
+        docnos,
         flags,
     })
 }
@@ -450,7 +463,7 @@ pub fn write_dedup_runs(a: &Analysis, out_dir: &Path) -> Result<Vec<PathBuf>> {
         }
     };
     for ((r, flags), (tmp, _)) in a.runs.iter().zip(&a.flags).zip(&targets) {
-        if let Err(e) = write_one(r, flags, tmp) {
+        if let Err(e) = write_one(r, &a.docnos, flags, tmp) {
             cleanup(&targets);
             return Err(e);
         }
@@ -464,7 +477,12 @@ pub fn write_dedup_runs(a: &Analysis, out_dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(targets.into_iter().map(|(_, d)| d).collect())
 }
 
-fn write_one(r: &Run, flags: &BTreeMap<TopicId, Vec<bool>>, tmp: &Path) -> Result<()> {
+fn write_one(
+    r: &Run,
+    docnos: &Docnos,
+    flags: &BTreeMap<TopicId, Vec<bool>>,
+    tmp: &Path,
+) -> Result<()> {
     let f = std::fs::File::create(tmp).map_err(|e| Error::io(tmp, e))?;
     let mut w = std::io::BufWriter::new(f);
     for (topic, entries) in &r.topics {
@@ -475,10 +493,13 @@ fn write_one(r: &Run, flags: &BTreeMap<TopicId, Vec<bool>>, tmp: &Path) -> Resul
                 continue;
             }
             rank += 1;
+            let (q0, tag) = &r.labels[e.label as usize];
             writeln!(
                 w,
-                "{} {} {} {rank} {} {}",
-                topic.text, e.q0, e.docno, e.score_text, e.tag
+                "{} {q0} {} {rank} {} {tag}",
+                topic.text,
+                docnos.name(e.docno),
+                Run::score_text(e)
             )
             .map_err(|e| Error::io(tmp, e))?;
         }

@@ -8,21 +8,62 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
+
+/// Docnos, each stored once however many runs list it (3.5M run lines name far fewer
+/// documents).
+#[derive(Debug, Default)]
+pub struct Docnos {
+    ids: HashMap<Arc<str>, u32>,
+    names: Vec<Arc<str>>,
+}
+
+impl Docnos {
+    /// The id of `docno`, added if new.
+    pub fn intern(&mut self, docno: &str) -> u32 {
+        if let Some(&id) = self.ids.get(docno) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        let name: Arc<str> = Arc::from(docno);
+        self.names.push(name.clone());
+        self.ids.insert(name, id);
+        id
+    }
+
+    /// The id of `docno`, if interned.
+    pub fn get(&self, docno: &str) -> Option<u32> {
+        self.ids.get(docno).copied()
+    }
+
+    pub fn name(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
 
 /// One line of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunEntry {
-    pub docno: String,
+    /// The docno's id in the [`Docnos`] the run was read with.
+    pub docno: u32,
     pub score: f64,
-    /// The score as written (kept byte for byte by `--dedup-run`).
-    pub score_text: String,
-    /// The second column as written (normally `Q0`).
-    pub q0: String,
-    pub tag: String,
+    /// The score as written when Rust's shortest form of `score` differs from it (`9.50`,
+    /// `1e3`), so `--dedup-run` writes it back byte for byte.
+    pub score_text: Option<Box<str>>,
+    /// Index into [`Run::labels`]: the line's second column and tag.
+    pub label: u32,
     /// 1-based line number in its file.
-    pub line: u64,
+    pub line: u32,
 }
 
 /// A parsed run file.
@@ -33,6 +74,17 @@ pub struct Run {
     pub path: PathBuf,
     /// Topic -> entries in trec_eval order (score descending, then docno descending).
     pub topics: BTreeMap<TopicId, Vec<RunEntry>>,
+    /// The distinct (second column, tag) pairs of its lines (normally one: `Q0`, the tag).
+    pub labels: Vec<(String, String)>,
+}
+
+impl Run {
+    /// The score of `e` as written.
+    pub fn score_text(e: &RunEntry) -> String {
+        e.score_text
+            .as_deref()
+            .map_or_else(|| e.score.to_string(), str::to_string)
+    }
 }
 
 /// A topic id, ordered numerically when it is a number ("2" < "10"), else bytewise.
@@ -74,19 +126,20 @@ fn read_text(path: &Path) -> Result<String> {
     })
 }
 
-/// Reads a TREC run file.
-pub fn read_run(path: &Path) -> Result<Run> {
+/// Reads a TREC run file, interning its docnos into `docnos`.
+pub fn read_run(path: &Path, docnos: &mut Docnos) -> Result<Run> {
     let text = read_text(path)?;
-    parse_run(path, &text)
+    parse_run(path, &text, docnos)
 }
 
 /// Parses the text of a run file (`path` only names it in errors).
-pub fn parse_run(path: &Path, text: &str) -> Result<Run> {
+pub fn parse_run(path: &Path, text: &str, docnos: &mut Docnos) -> Result<Run> {
     let mut topics: BTreeMap<TopicId, Vec<RunEntry>> = BTreeMap::new();
-    let mut seen: HashMap<(String, String), u64> = HashMap::new();
-    let mut name: Option<String> = None;
+    let mut labels: Vec<(String, String)> = Vec::new();
+    let mut topic_of: HashMap<&str, TopicId> = HashMap::new();
     for (i, raw) in text.lines().enumerate() {
-        let line = i as u64 + 1;
+        let line = u32::try_from(i + 1)
+            .map_err(|_| bad(path, i as u64 + 1, "more than 4 billion lines"))?;
         let f: Vec<&str> = raw.split_whitespace().collect();
         if f.is_empty() {
             continue;
@@ -94,7 +147,7 @@ pub fn parse_run(path: &Path, text: &str) -> Result<Run> {
         if f.len() != 6 {
             return Err(bad(
                 path,
-                line,
+                line.into(),
                 format!(
                     "malformed run line: {} fields, expected 6 (qid Q0 docno rank score tag)",
                     f.len()
@@ -108,51 +161,64 @@ pub fn parse_run(path: &Path, text: &str) -> Result<Run> {
             .ok_or_else(|| {
                 bad(
                     path,
-                    line,
+                    line.into(),
                     format!("malformed run line: score {:?} is not a number", f[4]),
                 )
             })?;
-        if let Some(first) = seen.insert((f[0].to_string(), f[2].to_string()), line) {
-            return Err(bad(
-                path,
-                line,
-                format!(
-                    "document {} is listed twice for topic {} (also on line {first})",
-                    f[2], f[0]
-                ),
-            ));
-        }
-        name.get_or_insert_with(|| f[5].to_string());
-        topics
-            .entry(TopicId::new(f[0]))
-            .or_default()
-            .push(RunEntry {
-                docno: f[2].to_string(),
-                score,
-                score_text: f[4].to_string(),
-                q0: f[1].to_string(),
-                tag: f[5].to_string(),
-                line,
-            });
+        let label = match labels.iter().position(|(q, t)| q == f[1] && t == f[5]) {
+            Some(l) => l,
+            None => {
+                labels.push((f[1].to_string(), f[5].to_string()));
+                labels.len() - 1
+            }
+        } as u32;
+        let topic = topic_of
+            .entry(f[0])
+            .or_insert_with(|| TopicId::new(f[0]))
+            .clone();
+        topics.entry(topic).or_default().push(RunEntry {
+            docno: docnos.intern(f[2]),
+            score,
+            score_text: (score.to_string() != f[4]).then(|| f[4].into()),
+            label,
+            line,
+        });
     }
-    let Some(name) = name else {
+    if labels.is_empty() {
         return Err(bad(
             path,
             1,
             "empty run file (no `qid Q0 docno rank score tag` line)",
         ));
-    };
-    for list in topics.values_mut() {
+    }
+    for (topic, list) in topics.iter_mut() {
+        // A docno twice in one topic: name the later line and the first.
+        list.sort_unstable_by_key(|e| (e.docno, e.line));
+        if let Some(w) = list.windows(2).find(|w| w[0].docno == w[1].docno) {
+            return Err(bad(
+                path,
+                w[1].line.into(),
+                format!(
+                    "document {} is listed twice for topic {topic} (also on line {})",
+                    docnos.name(w[0].docno),
+                    w[0].line
+                ),
+            ));
+        }
         list.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| b.docno.as_bytes().cmp(a.docno.as_bytes()))
+            b.score.total_cmp(&a.score).then_with(|| {
+                docnos
+                    .name(b.docno)
+                    .as_bytes()
+                    .cmp(docnos.name(a.docno).as_bytes())
+            })
         });
     }
     Ok(Run {
-        name,
+        name: labels[0].1.clone(),
         path: path.to_path_buf(),
         topics,
+        labels,
     })
 }
 
@@ -226,9 +292,11 @@ mod tests {
 
     #[test]
     fn run_order_is_trec_evals() {
+        let mut d = Docnos::default();
         let r = parse_run(
             Path::new("r"),
             "10 Q0 b 1 2.0 tagA\n2 Q0 x 9 1 tagA\n10 Q0 a 2 2.0 tagA\n\n10 Q0 c 3 5e0 tagA\n",
+            &mut d,
         )
         .unwrap();
         assert_eq!(r.name, "tagA");
@@ -236,16 +304,28 @@ mod tests {
         assert_eq!(topics, ["2", "10"]);
         let t10: Vec<&str> = r.topics[&TopicId::new("10")]
             .iter()
-            .map(|e| e.docno.as_str())
+            .map(|e| d.name(e.docno))
             .collect();
         // Score descending, ties by docno descending; the rank column is ignored.
         assert_eq!(t10, ["c", "b", "a"]);
+        // Scores are written back as they were: "2.0" and "5e0" are not Rust's shortest forms.
+        let texts: Vec<String> = r.topics[&TopicId::new("10")]
+            .iter()
+            .map(Run::score_text)
+            .collect();
+        assert_eq!(texts, ["5e0", "2.0", "2.0"]);
+        let x = &r.topics[&TopicId::new("2")][0];
+        assert_eq!(
+            (x.score_text.as_deref(), Run::score_text(x)),
+            (None, "1".to_string())
+        );
+        assert_eq!(r.labels, [("Q0".to_string(), "tagA".to_string())]);
     }
 
     #[test]
     fn malformed_run_lines_name_file_and_line() {
         let err = |text: &str| {
-            parse_run(Path::new("runs/r1"), text)
+            parse_run(Path::new("runs/r1"), text, &mut Docnos::default())
                 .unwrap_err()
                 .to_string()
         };
