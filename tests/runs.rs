@@ -654,3 +654,66 @@ fn malformed_runs_and_qrels_are_named_and_nothing_is_written() {
         );
     }
 }
+
+/// The samplings other than `all`/`mod` take the prefix-index path: every count there must
+/// match `ndd-index pairs` (the index's global matcher) restricted to the topic.
+#[test]
+fn sampled_index_agrees_with_pairs() {
+    let tmp = temp_dir("runs-bottomk");
+    let docs = collection();
+    let coll = tmp.path().join("collection");
+    std::fs::create_dir_all(&coll).unwrap();
+    write_collection(&coll, &docs);
+    let index = tmp.path().join("ix");
+    let index_s = index.to_str().unwrap();
+    ndd(&[
+        "ingest",
+        "--index",
+        index_s,
+        "-q",
+        "--sample",
+        "bottomk:20",
+        coll.to_str().unwrap(),
+    ]);
+    // One topic holding every document, all relevant.
+    let run = tmp.path().join("all.run");
+    let qrels = tmp.path().join("all.qrels");
+    let mut r = String::new();
+    let mut q = String::new();
+    for (i, d) in docs.iter().enumerate() {
+        r.push_str(&format!("1 Q0 {} {} {} all\n", d.docno, i + 1, 1000 - i));
+        q.push_str(&format!("1 0 {} 1\n", d.docno));
+    }
+    std::fs::write(&run, r).unwrap();
+    std::fs::write(&qrels, q).unwrap();
+    let rep: Value = serde_json::from_str(&stdout(&ndd(&[
+        "runs",
+        "--index",
+        index_s,
+        "--json",
+        "--qrels",
+        qrels.to_str().unwrap(),
+        run.to_str().unwrap(),
+    ])))
+    .unwrap();
+    for k in 1..=9u64 {
+        let t = format!("0.{k}");
+        let listed = stdout(&ndd(&["pairs", "--index", index_s, "--threshold", &t]));
+        let in_pairs: HashSet<&str> = listed.lines().flat_map(|l| l.split('\t').take(2)).collect();
+        assert_eq!(
+            rep["qrels"]["duplicated"][&t].as_u64().unwrap(),
+            in_pairs.len() as u64,
+            "t = {t}"
+        );
+        assert_eq!(
+            rep["topics"][0]["duplicated"][&t].as_u64().unwrap(),
+            in_pairs.len() as u64
+        );
+        if k == 5 {
+            assert_eq!(
+                rep["sources"]["pairs"].as_u64().unwrap(),
+                listed.lines().count() as u64
+            );
+        }
+    }
+}

@@ -39,21 +39,100 @@ impl TopicPair {
 
 /// Every pair of `docs` (sorted, unique, live doc ids) with similarity >= `t`, sorted by
 /// `(a, b)`. `t` must be above zero.
+///
+/// With `--sample all` or `mod:M` (the resemblance is `|A∩B| / (|A| + |B| - |A∩B|)` of the
+/// stored sets) the intersections are counted instead ([`counted_pairs`]); the other samplings
+/// compare candidates from the prefix index ([`prefix_pairs`]). Both give exactly the pairs
+/// and counts `Sample::counts` gives.
 pub fn topic_pairs(
     view: &View,
     sample: Sample,
     t: Threshold,
     docs: &[u32],
 ) -> Result<Vec<TopicPair>> {
-    debug_assert!(docs.windows(2).all(|w| w[0] < w[1]));
-    let feats: Vec<Vec<u64>> = docs
-        .par_iter()
+    match sample {
+        Sample::All | Sample::Mod(_) => counted_pairs(view, t, docs),
+        _ => prefix_pairs(view, sample, t, docs),
+    }
+}
+
+fn load_features(view: &View, docs: &[u32]) -> Result<Vec<Vec<u64>>> {
+    docs.par_iter()
         .map(|&d| {
             let mut v = Vec::new();
             view.features_into(d, &mut v)?;
             Ok(v)
         })
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// Set resemblance by counting: an in-memory inverted index of ALL the topic's features, and
+/// for each document a dense counter of the features it shares with each later document. A
+/// pair costs one increment per shared feature (a merge would cost |A| + |B|), so pages that
+/// share a site's boilerplate, all of them candidates at 0.1, stay cheap; the total is
+/// `sum over features of df²/2` within the topic.
+pub fn counted_pairs(view: &View, t: Threshold, docs: &[u32]) -> Result<Vec<TopicPair>> {
+    debug_assert!(docs.windows(2).all(|w| w[0] < w[1]));
+    let feats = load_features(view, docs)?;
+    let mut entries: Vec<(u64, u32)> = feats
+        .iter()
+        .enumerate()
+        .flat_map(|(i, x)| x.iter().map(move |&k| (k, i as u32)))
+        .collect();
+    entries.par_sort_unstable();
+    let n = docs.len();
+    let found: Vec<Vec<TopicPair>> = (0..n)
+        .into_par_iter()
+        .map_init(
+            || (vec![0u32; n], Vec::<u32>::new()),
+            |(count, touched), i| {
+                touched.clear();
+                for &k in &feats[i] {
+                    // Postings are sorted by document: start after i.
+                    let lo = entries.partition_point(|&e| e <= (k, i as u32));
+                    for &(e, j) in &entries[lo..] {
+                        if e != k {
+                            break;
+                        }
+                        let c = &mut count[j as usize];
+                        if *c == 0 {
+                            touched.push(j);
+                        }
+                        *c += 1;
+                    }
+                }
+                touched.sort_unstable();
+                let mut out = Vec::new();
+                let a = feats[i].len() as u64;
+                for &j in touched.iter() {
+                    let inter = std::mem::take(&mut count[j as usize]) as u64;
+                    let denom = a + feats[j as usize].len() as u64 - inter;
+                    if t.admits(inter, denom) {
+                        out.push(TopicPair {
+                            a: docs[i],
+                            b: docs[j as usize],
+                            inter,
+                            denom,
+                        });
+                    }
+                }
+                out
+            },
+        )
+        .collect();
+    Ok(found.into_iter().flatten().collect())
+}
+
+/// Candidates from an index of each document's prefix (see the module comment), each compared
+/// with `Sample::counts`: for the samplings whose resemblance is not a plain set ratio.
+pub fn prefix_pairs(
+    view: &View,
+    sample: Sample,
+    t: Threshold,
+    docs: &[u32],
+) -> Result<Vec<TopicPair>> {
+    debug_assert!(docs.windows(2).all(|w| w[0] < w[1]));
+    let feats = load_features(view, docs)?;
     // Each document's prefix under the global order.
     let prefixes: Vec<Vec<u64>> = feats
         .par_iter()
