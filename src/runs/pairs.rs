@@ -14,6 +14,9 @@
 //! A's first `|A| - m_A + 1` features, and within B's first `|B| - m_B + 1` likewise: the two
 //! prefixes meet at `s`. Probing A's prefix against the index of all prefixes therefore finds B.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
 use rayon::prelude::*;
 
 use crate::error::Result;
@@ -56,6 +59,25 @@ pub fn topic_pairs(
     }
 }
 
+/// A cheap hasher for feature keys: one `mix64` (not SipHash). The keys are hashes already but
+/// not uniform in every bit (`mod:M` keeps only multiples of M), so they are mixed once.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        crate::fingerprint::hash::mix64(self.0)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
 fn load_features(view: &View, docs: &[u32]) -> Result<Vec<Vec<u64>>> {
     docs.par_iter()
         .map(|&d| {
@@ -80,6 +102,17 @@ pub fn counted_pairs(view: &View, t: Threshold, docs: &[u32]) -> Result<Vec<Topi
         .flat_map(|(i, x)| x.iter().map(move |&k| (k, i as u32)))
         .collect();
     entries.par_sort_unstable();
+    // Where each feature's postings are: a hash lookup per (document, feature) instead of a
+    // binary search over all entries (which missed the cache at every step).
+    let mut ranges: HashMap<u64, (u32, u32), BuildHasherDefault<KeyHasher>> =
+        HashMap::with_capacity_and_hasher(entries.len() / 2, Default::default());
+    let mut s = 0usize;
+    while s < entries.len() {
+        let k = entries[s].0;
+        let e = s + entries[s..].partition_point(|&(x, _)| x == k);
+        ranges.insert(k, (s as u32, e as u32));
+        s = e;
+    }
     let n = docs.len();
     let found: Vec<Vec<TopicPair>> = (0..n)
         .into_par_iter()
@@ -87,13 +120,12 @@ pub fn counted_pairs(view: &View, t: Threshold, docs: &[u32]) -> Result<Vec<Topi
             || (vec![0u32; n], Vec::<u32>::new()),
             |(count, touched), i| {
                 touched.clear();
-                for &k in &feats[i] {
+                for k in &feats[i] {
+                    let (s, e) = ranges[k];
+                    let list = &entries[s as usize..e as usize];
                     // Postings are sorted by document: start after i.
-                    let lo = entries.partition_point(|&e| e <= (k, i as u32));
-                    for &(e, j) in &entries[lo..] {
-                        if e != k {
-                            break;
-                        }
+                    let lo = list.partition_point(|&(_, j)| j <= i as u32);
+                    for &(_, j) in &list[lo..] {
                         let c = &mut count[j as usize];
                         if *c == 0 {
                             touched.push(j);
