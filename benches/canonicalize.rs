@@ -22,6 +22,20 @@ fn bench(c: &mut Criterion) {
             words
         })
     });
+    // The oracle (html5ever + RcDom, the same decoding and word rule): what switching the tree
+    // builder would cost. `cargo bench --features oracle --bench canonicalize`.
+    #[cfg(feature = "oracle")]
+    g.bench_function(format!("{} pages, html5ever oracle", pages.len()), |b| {
+        b.iter(|| {
+            let mut words = 0;
+            for p in &pages {
+                words += ndd_index::canonicalize::oracle::canonical_text(p, None)
+                    .map(|t| t.split(' ').count())
+                    .unwrap_or(0);
+            }
+            words
+        })
+    });
     g.finish();
 }
 

@@ -4,13 +4,16 @@
 //! as immutable memory-mapped [`segment`] files (postings: feature -> doc ids; forward lists:
 //! doc -> features) built by an external [`sort`], next to a RocksDB catalog ([`store`]) that
 //! holds everything mutable. [`Index`] ties them together: [`Index::ingest`] adds a batch,
-//! [`Index::query_document`] searches one document, [`pipeline::all_pairs`] finds every similar
-//! pair and [`cluster`] keeps duplicate clusters. See ARCHITECTURE.md for the whole path.
+//! [`Index::query_document`] searches one document, [`Index::pairs`] finds every similar
+//! pair and [`Index::clusters`] lists duplicate clusters; [`ops`] holds these whole operations
+//! that every front end (CLI, Python, server) calls. See ARCHITECTURE.md for the whole path.
 
 pub mod canonicalize;
 #[cfg(feature = "rocksdb")]
 pub mod cluster;
 pub mod error;
+#[cfg(feature = "rocksdb")]
+pub mod eval;
 pub mod failpoint;
 pub mod fingerprint;
 #[cfg(feature = "rocksdb")]
@@ -20,6 +23,8 @@ pub mod input;
 pub mod lifecycle;
 #[cfg(feature = "rocksdb")]
 pub mod method;
+#[cfg(feature = "rocksdb")]
+pub mod ops;
 #[cfg(feature = "rocksdb")]
 pub mod options;
 #[cfg(feature = "rocksdb")]

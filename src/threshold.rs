@@ -64,6 +64,21 @@ impl Threshold {
     }
 }
 
+impl TryFrom<f64> for Threshold {
+    type Error = String;
+
+    /// The decimal a float prints as (`0.8_f64` is exactly 4/5), for front ends that take
+    /// numbers (Python, JSON): the shortest representation that round-trips, then `FromStr`.
+    fn try_from(x: f64) -> Result<Self, String> {
+        if !x.is_finite() {
+            return Err(format!(
+                "invalid threshold {x}: expected a number between 0 and 1"
+            ));
+        }
+        format!("{x}").parse()
+    }
+}
+
 impl FromStr for Threshold {
     type Err = String;
 
@@ -113,6 +128,15 @@ impl fmt::Display for Threshold {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floats_convert_as_they_print() {
+        assert_eq!(Threshold::try_from(0.8), Ok(Threshold::from_ratio(4, 5)));
+        assert_eq!(Threshold::try_from(1.0), Ok(Threshold::from_ratio(1, 1)));
+        assert!(Threshold::try_from(7.0).is_err());
+        assert!(Threshold::try_from(-0.1).is_err());
+        assert!(Threshold::try_from(f64::NAN).is_err());
+    }
 
     #[test]
     fn parses_decimals_exactly() {

@@ -16,11 +16,8 @@ use crate::options::IndexOptions;
 use crate::segment::{self, Segment};
 use crate::store::{Catalog, SegmentEntry};
 
-/// Segment table of keys whose document frequency within the segment exceeds
-/// [`FREQUENT_DF`]: key -> df (u32 LE). Used only to order probe keys (rare first).
-pub const FREQUENT_TABLE: u32 = 3;
-/// A key in more documents than this (within one segment) goes into [`FREQUENT_TABLE`].
-pub const FREQUENT_DF: u32 = 16;
+/// The FREQUENT table (defined with the other table ids in `segment`).
+pub use crate::segment::{FREQUENT as FREQUENT_TABLE, FREQUENT_DF};
 
 /// Hasher for maps keyed by our 64-bit feature hashes: they are uniformly distributed already
 /// (xxh3 output), so the identity is a perfect hash and SipHash would only cost time.

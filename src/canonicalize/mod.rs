@@ -14,6 +14,9 @@ mod html;
 mod modes_body;
 mod modes_head;
 mod modes_table;
+#[cfg(any(test, feature = "oracle"))]
+#[doc(hidden)]
+pub mod oracle;
 mod quirks;
 mod stack;
 mod tables;

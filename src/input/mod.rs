@@ -100,6 +100,75 @@ pub fn read_inputs(
     }
 }
 
+/// What an ingest or add reads: paths (files, directories, WARC, JSONL) or documents already
+/// in memory (the Python package, the server). Both become the same stream of `InputItem`s.
+pub enum Source {
+    /// Files, directories (recursive), `.warc[.gz]`, `.jsonl[.gz]`: see [`read_inputs`].
+    Paths(Vec<PathBuf>),
+    /// `(key, bytes)` documents; the format (HTML or text) is sniffed from the key's extension
+    /// and the bytes, as for a file.
+    Docs(Vec<(String, Vec<u8>)>),
+    /// `(key, bytes, format)` documents of a known format.
+    DocsWithFormat(Vec<(String, Vec<u8>, DocFormat)>),
+}
+
+impl From<Vec<PathBuf>> for Source {
+    fn from(paths: Vec<PathBuf>) -> Self {
+        Source::Paths(paths)
+    }
+}
+
+impl From<Vec<(String, Vec<u8>)>> for Source {
+    fn from(docs: Vec<(String, Vec<u8>)>) -> Self {
+        Source::Docs(docs)
+    }
+}
+
+/// Streams the documents of `source`. In-memory documents get the same checks as read ones:
+/// an empty key or a document over `max_doc_bytes` is an `InputItem::Bad` naming it.
+pub fn read_source(
+    source: Source,
+    opts: InputOptions,
+) -> Box<dyn Iterator<Item = InputItem> + Send> {
+    let max = opts.max_doc_bytes;
+    let memory = move |i: usize, key: String, bytes: Vec<u8>, format: Option<DocFormat>| {
+        let origin = format!("<memory>#{i}");
+        if key.is_empty() {
+            return InputItem::bad(key, origin, "empty document key");
+        }
+        if bytes.len() as u64 > max {
+            let reason = format!(
+                "document of {} bytes is over the {max}-byte limit",
+                bytes.len()
+            );
+            return InputItem::bad(key, origin, reason);
+        }
+        let format =
+            format.unwrap_or_else(|| crate::canonicalize::sniff_format(Some(&key), &bytes));
+        InputItem::Doc(RawDoc {
+            key,
+            url: None,
+            bytes,
+            format,
+            charset: None,
+            origin,
+        })
+    };
+    match source {
+        Source::Paths(paths) => Box::new(read_inputs(paths, opts)),
+        Source::Docs(docs) => Box::new(
+            docs.into_iter()
+                .enumerate()
+                .map(move |(i, (k, b))| memory(i, k, b, None)),
+        ),
+        Source::DocsWithFormat(docs) => Box::new(
+            docs.into_iter()
+                .enumerate()
+                .map(move |(i, (k, b, f))| memory(i, k, b, Some(f))),
+        ),
+    }
+}
+
 /// A source of several items (a record file being read).
 pub(crate) type Records = Box<dyn Iterator<Item = InputItem> + Send>;
 

@@ -14,7 +14,6 @@
 //! `fold_bytes` of features it is folded into a segment (`Index::fold_delta`).
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -24,7 +23,7 @@ use crate::cluster;
 use crate::error::{Error, Result};
 use crate::fingerprint::fingerprint;
 use crate::index::Index;
-use crate::input::{read_inputs, InputItem, InputOptions};
+use crate::input::{read_source, InputItem, InputOptions, Source};
 use crate::method::writer::{extras as method_extras, MethodWriter};
 use crate::pipeline::ingest::{BatchRecord, DocReport, DocStatus, NearDup};
 use crate::pipeline::pairs::{collect_pairs, PairsConfig};
@@ -91,11 +90,12 @@ impl Index {
     /// (the ingest report format) after the publish.
     pub fn add(
         &mut self,
-        inputs: Vec<PathBuf>,
+        inputs: impl Into<Source>,
         opts: &AddOptions,
         report: &mut dyn FnMut(&DocReport) -> Result<()>,
     ) -> Result<AddSummary> {
         self.require_writer()?;
+        let source: Source = inputs.into();
         let started = Instant::now();
         let catalog = &self.catalog;
         let batch_id = catalog
@@ -128,7 +128,7 @@ impl Index {
         let mut exact_of: HashMap<u32, u32> = HashMap::new();
         let mut replaced: Vec<(u32, DocRecord)> = Vec::new();
         let mut mw = MethodWriter::new(&m_opts);
-        for item in read_inputs(inputs, opts.input.clone()) {
+        for item in read_source(source, opts.input.clone()) {
             s.documents_read += 1;
             let (raw, canon) = match item {
                 InputItem::Bad {

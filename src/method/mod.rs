@@ -15,7 +15,6 @@
 //! (format-spec/rocksdb.md).
 
 pub mod dsc;
-pub mod eval;
 pub mod exact;
 pub mod idf_simhash;
 pub mod imatch;
@@ -23,7 +22,6 @@ pub mod imatch_reference;
 pub mod options;
 pub mod query;
 pub mod simhash;
-pub mod tune;
 pub mod writer;
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::cluster;
 use crate::error::{Error, Result};
 use crate::fingerprint::{fingerprint, Fingerprint, FingerprintOptions};
 use crate::index::Index;
-use crate::input::{read_inputs, InputItem, InputOptions};
+use crate::input::{read_source, InputItem, InputOptions, Source};
 use crate::method::writer::{extras as method_extras, DocExtras, MethodWriter};
 use crate::method::MethodOptions;
 use crate::pipeline::pairs::{for_each_pair, Matching, PairsConfig};
@@ -224,12 +224,13 @@ impl Index {
     /// the batch is published; `progress` is called while it runs.
     pub fn ingest(
         &mut self,
-        inputs: Vec<PathBuf>,
+        inputs: impl Into<Source>,
         opts: &IngestOptions,
         report: &mut dyn FnMut(&DocReport) -> Result<()>,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<IngestSummary> {
         self.require_writer()?;
+        let source: Source = inputs.into();
         let started = Instant::now();
         let catalog = &self.catalog;
         let existing_batches = catalog.batches::<BatchRecord>()?;
@@ -272,7 +273,7 @@ impl Index {
         let reader = std::thread::spawn(move || {
             let mut chunk = Vec::with_capacity(CHUNK_DOCS);
             let mut bytes = 0u64;
-            for item in read_inputs(inputs, input_opts) {
+            for item in read_source(source, input_opts) {
                 if let InputItem::Doc(d) = &item {
                     bytes += d.bytes.len() as u64;
                 }

@@ -47,6 +47,11 @@ pub use writer::SegmentWriter;
 pub const POSTINGS: u32 = 1;
 /// Table of doc id (as u64) -> the doc's sorted feature hashes (see `encode_u64s`).
 pub const FORWARD: u32 = 2;
+/// Table of feature hash -> its document frequency in the segment (u32 LE), for keys in more
+/// than [`FREQUENT_DF`] documents. Used only to order probe keys (rare first) and bound `--max-df`.
+pub const FREQUENT: u32 = 3;
+/// A key in more documents than this (within one segment) goes into [`FREQUENT`].
+pub const FREQUENT_DF: u32 = 16;
 /// Table of DSC-SS supershingle -> posting list (src/method/dsc.rs).
 pub const SUPERSHINGLES: u32 = 8;
 /// Table of doc id (as u64) -> the doc's 384-bit simhash, 6 u64 LE (src/method/dsc.rs).

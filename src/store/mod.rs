@@ -53,6 +53,10 @@ const READ_ONLY_OPEN_RETRIES: u32 = 6;
 pub const META_OPTIONS: &[u8] = b"options";
 pub const META_MANIFEST: &[u8] = b"manifest";
 pub const META_NEXT_DOC: &[u8] = b"next_doc";
+/// The catalog's format version (format-spec/rocksdb.md, "Version history"): 4 bytes, u32 LE.
+pub const META_FORMAT: &[u8] = b"format";
+/// The catalog format this build writes and the newest it reads.
+pub const CATALOG_FORMAT: u32 = 2;
 
 /// How to open the catalog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,10 +115,43 @@ impl Catalog {
                 }
             }
         };
-        Ok(Catalog {
+        let catalog = Catalog {
             db,
             path: path.to_owned(),
-        })
+        };
+        catalog.check_format(access)?;
+        Ok(catalog)
+    }
+
+    /// Refuses a catalog written by a newer format than this build reads (an older build must
+    /// not misread it); a writer stamps the current format on catalogs that have none yet
+    /// (created before the version was stored: formats 1 and 2 read alike).
+    fn check_format(&self, access: Access) -> Result<()> {
+        let found = match self.get(CF_META, META_FORMAT)? {
+            Some(v) => Some(decode_u32("meta/format", &v)?),
+            None => None,
+        };
+        match found {
+            Some(f) if f > CATALOG_FORMAT => Err(Error::UnsupportedFormatVersion {
+                path: self.path.clone(),
+                found: f,
+                supported: CATALOG_FORMAT,
+            }),
+            Some(f) if f == CATALOG_FORMAT => Ok(()),
+            _ if access == Access::ReadWrite => {
+                let mut wo = rocksdb::WriteOptions::default();
+                wo.set_sync(true);
+                self.db
+                    .put_cf_opt(
+                        self.cf(CF_META),
+                        META_FORMAT,
+                        encode_u32(CATALOG_FORMAT),
+                        &wo,
+                    )
+                    .map_err(|e| db_err(&self.path, e))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Directory of the RocksDB database.

@@ -2,25 +2,18 @@
 //! thin handlers over `ndd_index::lifecycle`.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
 
 use clap::Args;
 use ndd_index::lifecycle::{delete::parse_date, verify_index, DeleteSelector, MergePolicy};
 use ndd_index::{CreateOptions, Error, Index};
 
-fn out_err(e: io::Error) -> Error {
-    Error::io("<stdout>", e)
-}
+use super::{stdout_err as out_err, IndexArg};
 
 #[derive(Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["keys", "batch", "older_than"])))]
 pub struct DeleteArgs {
-    /// The index directory.
-    #[arg(long, value_name = "DIR")]
-    index: PathBuf,
-    /// Machine-readable JSON output.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    ix: IndexArg,
     /// Keys of the documents to delete.
     #[arg(value_name = "KEY")]
     keys: Vec<String>,
@@ -39,13 +32,13 @@ pub fn delete(a: DeleteArgs) -> Result<(), Error> {
         (None, Some(d)) => DeleteSelector::OlderThan(parse_date(&d)?),
         (None, None) => DeleteSelector::Keys(a.keys),
     };
-    let mut index = Index::open_writer(&a.index, &CreateOptions::default())?;
+    let mut index = Index::open_writer(&a.ix.index, &CreateOptions::default())?;
     let s = index.delete(&sel)?;
     let mut out = io::stdout().lock();
     for k in &s.not_found {
         eprintln!("ndd-index: no live document with key {k}");
     }
-    if a.json {
+    if a.ix.json {
         writeln!(
             out,
             "{}",
@@ -67,22 +60,18 @@ pub fn delete(a: DeleteArgs) -> Result<(), Error> {
 
 #[derive(Args)]
 pub struct CompactArgs {
-    /// The index directory.
-    #[arg(long, value_name = "DIR")]
-    index: PathBuf,
-    /// Machine-readable JSON output.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    ix: IndexArg,
     /// Merge every segment into one (dropping all deleted documents).
     #[arg(long)]
     full: bool,
 }
 
 pub fn compact(a: CompactArgs) -> Result<(), Error> {
-    let mut index = Index::open_writer(&a.index, &CreateOptions::default())?;
+    let mut index = Index::open_writer(&a.ix.index, &CreateOptions::default())?;
     let s = index.compact(a.full, &MergePolicy::default())?;
     let mut out = io::stdout().lock();
-    if a.json {
+    if a.ix.json {
         writeln!(
             out,
             "{}",
@@ -107,37 +96,19 @@ pub fn compact(a: CompactArgs) -> Result<(), Error> {
     }
 }
 
-/// After an ingest: the cheap policy check, and a merge when it says so. A failed compaction
-/// does not fail the ingest (which is published already); it is reported on stderr.
-pub fn compact_after_ingest(index: &mut Index, quiet: bool) {
-    match index.compact(false, &MergePolicy::default()) {
-        Ok(s) if !s.merged.is_empty() && !quiet => eprintln!(
-            "ndd-index: compacted {} segments into {} ({:.2} s)",
-            s.merged.len(),
-            s.segment.as_deref().unwrap_or("nothing"),
-            s.seconds
-        ),
-        Ok(_) => {}
-        Err(e) => eprintln!("ndd-index: warning: compaction after ingest failed: {e}"),
-    }
-}
-
 #[derive(Args)]
 pub struct VerifyArgs {
-    /// The index directory.
-    #[arg(long, value_name = "DIR")]
-    index: PathBuf,
-    /// Machine-readable JSON output (the whole report).
-    #[arg(long)]
-    json: bool,
+    /// --json: the whole report.
+    #[command(flatten)]
+    ix: IndexArg,
 }
 
 /// Prints every problem (text: one per line, `file: offset N: reason`); fails with
 /// `Error::VerifyFailed` (exit code 5) when there is any.
 pub fn verify(a: VerifyArgs) -> Result<(), Error> {
-    let r = verify_index(&a.index)?;
+    let r = verify_index(&a.ix.index)?;
     let mut out = io::stdout().lock();
-    if a.json {
+    if a.ix.json {
         writeln!(
             out,
             "{}",
@@ -151,7 +122,7 @@ pub fn verify(a: VerifyArgs) -> Result<(), Error> {
         writeln!(
             out,
             "{}: {} segments, {} blocks, {} entries, {} documents ({} live): {} problems",
-            a.index.display(),
+            a.ix.index.display(),
             r.segments,
             r.blocks,
             r.entries,
@@ -165,7 +136,7 @@ pub fn verify(a: VerifyArgs) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::VerifyFailed {
-            path: a.index,
+            path: a.ix.index,
             problems: r.problems.len(),
         })
     }

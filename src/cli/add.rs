@@ -1,21 +1,20 @@
-//! The `add` subcommand of the CLI: online adds into the delta (`ndd_index::lifecycle::add`).
+//! `ndd-index add`: online adds into the delta (`ndd_index::lifecycle::add`).
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use ndd_index::input::InputOptions;
 use ndd_index::lifecycle::add::{AddOptions, DEFAULT_FOLD_BYTES, DEFAULT_FOLD_DOCS};
 use ndd_index::{CreateOptions, Error, Index};
 
+use super::{parse_size, IndexArg, InputArgs};
+
 #[derive(Args)]
 pub struct AddArgs {
-    /// The index directory (it must exist: create it with `ingest`).
-    #[arg(long, value_name = "DIR")]
-    index: PathBuf,
-    /// Machine-readable output: one JSON line per input document, then the summary.
-    #[arg(long)]
-    json: bool,
+    /// The index (it must exist: create it with `ingest`); --json: one JSON line per input
+    /// document, then the summary.
+    #[command(flatten)]
+    ix: IndexArg,
     /// Files, directories (recursive), .warc[.gz], .jsonl[.gz].
     #[arg(required = true, value_name = "FILE")]
     inputs: Vec<PathBuf>,
@@ -26,52 +25,37 @@ pub struct AddArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_FOLD_DOCS)]
     fold_docs: u64,
     /// ... or SIZE bytes of features (8 per feature).
-    #[arg(long, value_name = "SIZE", value_parser = crate::parse_size, default_value_t = DEFAULT_FOLD_BYTES)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value_t = DEFAULT_FOLD_BYTES)]
     fold_bytes: u64,
     /// Fail (add nothing) on the first bad document.
     #[arg(long)]
     strict: bool,
-    /// JSONL field holding the document id.
-    #[arg(long, default_value = "id")]
-    jsonl_id: String,
-    /// JSONL field holding plain text.
-    #[arg(long, default_value = "text")]
-    jsonl_text: String,
-    /// JSONL field holding HTML (preferred over the text field when present).
-    #[arg(long, default_value = "html")]
-    jsonl_html: String,
-    /// Documents larger than this are rejected (reported, not added).
-    #[arg(long, value_name = "SIZE", value_parser = crate::parse_size, default_value = "256MiB")]
-    max_doc_bytes: u64,
+    #[command(flatten)]
+    input: InputArgs,
 }
 
-pub fn add(a: AddArgs) -> Result<(), Error> {
-    if !a
-        .index
+pub fn run(a: AddArgs) -> Result<(), Error> {
+    let dir = &a.ix.index;
+    if !dir
         .join(ndd_index::index::CATALOG_DIR)
         .join("CURRENT")
         .exists()
     {
         return Err(Error::InvalidArgument(format!(
             "no index at {} (create it with `ndd-index ingest`)",
-            a.index.display()
+            dir.display()
         )));
     }
-    let mut index = Index::open_writer(&a.index, &CreateOptions::default())?;
+    let mut index = Index::open_writer(dir, &CreateOptions::default())?;
     let opts = AddOptions {
         batch: a.batch,
-        input: InputOptions {
-            jsonl_id_field: a.jsonl_id,
-            jsonl_text_field: a.jsonl_text,
-            jsonl_html_field: a.jsonl_html,
-            max_doc_bytes: a.max_doc_bytes,
-        },
+        input: a.input.options(),
         strict: a.strict,
         fold_docs: a.fold_docs.max(1),
         fold_bytes: a.fold_bytes.max(1),
     };
     let mut out = io::stdout().lock();
-    let json = a.json;
+    let json = a.ix.json;
     let s = index.add(a.inputs, &opts, &mut |r| {
         if json {
             let line = serde_json::to_string(r).expect("report serializes");

@@ -1,4 +1,6 @@
-//! Built-in evaluation: each method's pairs and clusters against a truth file.
+//! Built-in evaluation (`ndd-index eval`, `tune`): each method's pairs and clusters against a
+//! truth file ([`truth`]), by size group ([`groups`]), and the tuning of adaptive sampling
+//! ([`tune`]). Evaluation sits above the methods: it calls them and scores what they find.
 //!
 //! Truth files (tab-separated, one header line):
 //! - **pairs**: `key_a  key_b  jaccard [...]` (3 or more columns). With a manifest
@@ -19,120 +21,22 @@
 //! own settings are fixed by the index options; combined uses its default C-similarity) and
 //! scored against each threshold's positives.
 
+pub mod groups;
+pub mod truth;
+pub mod tune;
+
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
-use std::path::Path;
 
 use serde::Serialize;
 
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{Error, Result};
 use crate::index::Index;
+use crate::method::{pairs, Method, MethodPair};
 use crate::threshold::Threshold;
 
-use super::{pairs, Method, MethodPair};
-
-/// A truth file, by keys.
-pub enum Truth {
-    /// (key_a, key_b) ordered -> exact Jaccard.
-    Pairs(HashMap<(String, String), f64>),
-    /// key -> label.
-    Labels(HashMap<String, String>),
-}
-
-fn ordered(a: &str, b: &str) -> (String, String) {
-    if a <= b {
-        (a.to_owned(), b.to_owned())
-    } else {
-        (b.to_owned(), a.to_owned())
-    }
-}
-
-fn lines(path: &Path) -> Result<impl Iterator<Item = Result<(usize, String)>>> {
-    let f = std::fs::File::open(path).at(path)?;
-    let p = path.to_owned();
-    Ok(BufReader::new(f)
-        .lines()
-        .enumerate()
-        .map(move |(i, l)| l.at(&p).map(|l| (i + 1, l))))
-}
-
-impl Truth {
-    /// Reads a truth file; `manifest` maps doc ids to keys for id-based pair truth.
-    pub fn load(path: &Path, manifest: Option<&Path>) -> Result<Truth> {
-        let ids: Option<HashMap<String, String>> = match manifest {
-            None => None,
-            Some(m) => {
-                let mut map = HashMap::new();
-                for item in lines(m)?.skip(1) {
-                    let (_, l) = item?;
-                    let mut f = l.split('\t');
-                    if let (Some(id), Some(p)) = (f.next(), f.next()) {
-                        map.insert(id.to_owned(), p.to_owned());
-                    }
-                }
-                Some(map)
-            }
-        };
-        let mut it = lines(path)?;
-        let header = match it.next() {
-            Some(h) => h?.1,
-            None => return Err(bad(path, 1, "empty truth file")),
-        };
-        let cols = header.split('\t').count();
-        if cols == 2 {
-            let mut labels = HashMap::new();
-            for item in it {
-                let (n, l) = item?;
-                if l.is_empty() {
-                    continue;
-                }
-                let (k, lab) = l
-                    .split_once('\t')
-                    .ok_or_else(|| bad(path, n, "expected key<TAB>label"))?;
-                labels.insert(k.to_owned(), lab.to_owned());
-            }
-            return Ok(Truth::Labels(labels));
-        }
-        if cols < 3 {
-            return Err(bad(
-                path,
-                1,
-                "header must have 2 (labels) or 3+ (pairs) columns",
-            ));
-        }
-        let mut pairs = HashMap::new();
-        for item in it {
-            let (n, l) = item?;
-            if l.is_empty() {
-                continue;
-            }
-            let mut f = l.split('\t');
-            let (Some(a), Some(b), Some(j)) = (f.next(), f.next(), f.next()) else {
-                return Err(bad(path, n, "expected key_a<TAB>key_b<TAB>jaccard"));
-            };
-            let j: f64 = j
-                .parse()
-                .map_err(|_| bad(path, n, "jaccard is not a number"))?;
-            let (a, b) = match &ids {
-                Some(m) => (
-                    m.get(a)
-                        .ok_or_else(|| bad(path, n, "doc id not in the manifest"))?
-                        .as_str(),
-                    m.get(b)
-                        .ok_or_else(|| bad(path, n, "doc id not in the manifest"))?
-                        .as_str(),
-                ),
-                None => (a, b),
-            };
-            pairs.insert(ordered(a, b), j);
-        }
-        Ok(Truth::Pairs(pairs))
-    }
-}
-
-fn bad(path: &Path, line: usize, why: &str) -> Error {
-    Error::InvalidArgument(format!("{}:{line}: {why}", path.display()))
-}
+pub use groups::{Docs, GroupScore};
+use truth::ordered;
+pub use truth::Truth;
 
 /// One row of the evaluation.
 #[derive(Clone, Debug, Serialize)]
@@ -155,9 +59,9 @@ pub struct EvalRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clusters_per_true_cluster: Option<f64>,
     /// Pair truth: precision and recall by document-size group (Ye et al.), the pair's group
-    /// being that of its larger document (src/method/tune.rs).
+    /// being that of its larger document ([`groups`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub by_size_group: Vec<super::tune::GroupScore>,
+    pub by_size_group: Vec<GroupScore>,
 }
 
 /// Evaluates `methods` at `thresholds` against `truth`. Methods whose data the index does not
@@ -168,9 +72,9 @@ pub fn evaluate(
     methods: &[Method],
     thresholds: &[Threshold],
 ) -> Result<(Vec<EvalRow>, Vec<(Method, String)>)> {
-    let docs = super::tune::Docs::load(index)?;
+    let docs = Docs::load(index)?;
     let keys = &docs.keys;
-    let groups = super::tune::index_groups(index)?;
+    let groups = groups::index_groups(index)?;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     for &m in methods {
@@ -200,7 +104,7 @@ pub fn evaluate(
             if let Truth::Pairs(_) = truth {
                 let pos = docs.positives(truth, t.as_f64());
                 let found = found.iter().map(|p| (p.a, p.b));
-                row.by_size_group = super::tune::by_group(&docs, &groups, found, &pos);
+                row.by_size_group = groups::by_group(&docs, &groups, found, &pos);
             }
             rows.push(row);
         }
@@ -341,4 +245,22 @@ fn pearson(v: &[(f64, f64)]) -> Option<f64> {
         return None;
     }
     Some(sab / (saa * sbb).sqrt())
+}
+
+/// A warning when no key of the truth file is indexed (a wrong root folder or manifest makes
+/// every figure 0 otherwise, without a hint); `None` when some key matches.
+pub fn unmatched_warning(index: &Index, truth: &Truth) -> Result<Option<String>> {
+    let docs = Docs::load(index)?;
+    Ok((!docs.matches_any(truth)).then(|| {
+        let example = docs
+            .keys
+            .iter()
+            .find(|k| !k.is_empty())
+            .cloned()
+            .unwrap_or_default();
+        format!(
+            "no key of the truth file is indexed (indexed keys look like {example:?}); \
+             check the ingested folder or --manifest"
+        )
+    }))
 }

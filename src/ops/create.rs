@@ -1,0 +1,88 @@
+//! `CreateSpec`: an index's creation options as loose values (strings and numbers, as the CLI,
+//! Python keywords or a JSON request give them), checked and resolved in one place.
+
+use crate::error::{Error, Result};
+use crate::fingerprint::adaptive::{with_groups, SizeGroups};
+use crate::fingerprint::{Sample, ShingleKind};
+use crate::method::{ImatchFilter, MethodArgs, SimhashWeight};
+use crate::options::CreateOptions;
+use crate::threshold::Threshold;
+
+/// Creation options as given; `None` = the stored value, or the default for a new index.
+#[derive(Clone, Debug, Default)]
+pub struct CreateSpec {
+    /// Shingles of W contiguous words (default 5); excludes `shingle_chars`.
+    pub shingle_words: Option<u32>,
+    /// The N-character shingles started at every word.
+    pub shingle_chars: Option<u32>,
+    /// `all | mod:M | minhash:K | bottomk:K | adaptive[:GROUPS]`.
+    pub sample: Option<String>,
+    /// With `adaptive`: size groups and their moduli, e.g. `0-300:1,300-1000:4,1000-:16`.
+    pub size_groups: Option<String>,
+    /// Resemblance threshold of the clusters kept at ingest (default 0.8).
+    pub cluster_threshold: Option<Threshold>,
+    /// Methods whose data is stored: a comma list or `all`.
+    pub methods: Option<String>,
+    pub simhash_k: Option<u32>,
+    pub simhash_blocks: Option<u32>,
+    pub minhash: Option<u32>,
+    pub supershingle: Option<u32>,
+    pub b_agree: Option<u32>,
+    /// `idf-l-P | doc-l-P`.
+    pub imatch_filter: Option<String>,
+    /// `tf | idf`.
+    pub simhash_weight: Option<String>,
+    /// Commonality limit (at least 1).
+    pub max_df: Option<u32>,
+}
+
+impl CreateSpec {
+    /// Checks every value and builds the library's [`CreateOptions`]; errors name the option.
+    pub fn resolve(&self) -> Result<CreateOptions> {
+        let shingle = match (self.shingle_words, self.shingle_chars) {
+            (Some(_), Some(_)) => {
+                return Err(Error::InvalidArgument(
+                    "shingle_words and shingle_chars exclude each other".into(),
+                ))
+            }
+            (Some(w), None) => Some(ShingleKind::Words(w)),
+            (None, Some(n)) => Some(ShingleKind::Chars(n)),
+            (None, None) => None,
+        };
+        if let Some(s) = &shingle {
+            s.validate()?;
+        }
+        let sample: Option<Sample> = self.sample.as_deref().map(str::parse).transpose()?;
+        if let Some(s) = &sample {
+            s.validate()?;
+        }
+        let groups: Option<SizeGroups> = self.size_groups.as_deref().map(str::parse).transpose()?;
+        let sample = with_groups(sample, groups)?;
+        if self.max_df == Some(0) {
+            return Err(Error::InvalidArgument(
+                "max_df must be at least 1 (leave it out for no limit)".into(),
+            ));
+        }
+        let imatch_filter: Option<ImatchFilter> =
+            self.imatch_filter.as_deref().map(str::parse).transpose()?;
+        let simhash_weight: Option<SimhashWeight> =
+            self.simhash_weight.as_deref().map(str::parse).transpose()?;
+        Ok(CreateOptions {
+            shingle,
+            sample,
+            cluster_threshold: self.cluster_threshold,
+            methods: MethodArgs {
+                methods: self.methods.clone(),
+                simhash_k: self.simhash_k,
+                simhash_blocks: self.simhash_blocks,
+                minhash: self.minhash,
+                supershingle: self.supershingle,
+                b_agree: self.b_agree,
+                imatch_filter,
+                simhash_weight,
+            }
+            .resolve()?,
+            max_df: self.max_df,
+        })
+    }
+}

@@ -1,0 +1,88 @@
+//! Operations: the whole-operation API of [`Index`] that every front end calls (the CLI, the
+//! Python package, the server). Each operation takes a plain request value, does all the
+//! choosing (matching, memory budget, commonality limit, key lookups), and hands back typed,
+//! keyed results, streamed where they can be large. Front ends only parse, call and print.
+//!
+//! | operation                 | returns                                   |
+//! |---------------------------|-------------------------------------------|
+//! | [`Index::ingest`], [`Index::add`] (from [`Source`]) | summary + one report per document |
+//! | [`Index::pairs`]          | [`KeyedPair`]s, CLI order                 |
+//! | [`Index::clusters`]       | [`ClusterOut`]s                           |
+//! | [`Index::query`]          | [`QueryResult`]                           |
+//! | [`Index::document`], [`Index::cluster_members`] | catalog facts by key / cluster |
+//! | [`Index::compact_after_ingest`] | the policy merge after a batch      |
+
+mod clusters;
+mod create;
+mod docs;
+mod pairs;
+mod query;
+#[cfg(test)]
+mod tests;
+
+pub use crate::input::Source;
+pub use clusters::{ClusterOut, ClustersRequest};
+pub use create::CreateSpec;
+pub use docs::DocInfo;
+pub use pairs::{KeyedPair, PairsRequest};
+pub use query::{QueryRequest, QueryResult};
+
+use crate::error::Result;
+use crate::index::Index;
+use crate::lifecycle::{CompactSummary, MergePolicy};
+
+impl Index {
+    /// The cheap merge-policy check after a batch, and a merge when it says so (what
+    /// `ndd-index ingest` does after publishing). `Ok(None)`: nothing merged.
+    pub fn compact_after_ingest(&mut self) -> Result<Option<CompactSummary>> {
+        let s = self.compact(false, &MergePolicy::default())?;
+        Ok(if s.merged.is_empty() { None } else { Some(s) })
+    }
+}
+
+/// The default memory budget of sorts and joins: a quarter of physical memory (from
+/// /proc/meminfo), at least 64 MiB; 1 GiB when it cannot be read.
+pub fn default_mem() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+    });
+    total.map(|t| (t / 4).max(64 << 20)).unwrap_or(1 << 30)
+}
+
+/// Parses sizes like `512MiB`, `2G`, `100m`, `65536` (at least 1 MiB).
+pub fn parse_size(s: &str) -> std::result::Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid size {s:?} (e.g. 512MiB, 2GiB)"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("invalid size unit in {s:?} (use KiB, MiB, GiB)")),
+    };
+    let v = (n * mult as f64) as u64;
+    if v < (1 << 20) {
+        return Err(format!("size {s:?} is below the 1 MiB minimum"));
+    }
+    Ok(v)
+}
+
+/// The commonality limit of a run: the index's unless overridden (`Some(0)` = none).
+pub(crate) fn run_max_df(index: &Index, over: Option<u32>) -> Option<u32> {
+    match over {
+        None => index.options().max_df,
+        Some(0) => None,
+        Some(n) => Some(n),
+    }
+}

@@ -1,0 +1,136 @@
+//! `Index::pairs`: every pair of live documents a method reports, keyed, streamed.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::index::Index;
+use crate::method::{self, Method};
+use crate::pipeline::{self, Matching, PairsConfig, PairsStats};
+use crate::sort::SortOptions;
+use crate::threshold::Threshold;
+
+/// What `pairs` computes.
+#[derive(Clone, Debug)]
+pub struct PairsRequest {
+    pub method: Method,
+    /// Minimum similarity: resemblance for shingle (required), 1 - hamming/64 for simhash
+    /// (optional), C-similarity for combined and c-sim (default 355/384); others take none.
+    pub threshold: Option<Threshold>,
+    /// Commonality limit: `None` = the index's, `Some(0)` = no limit.
+    pub max_df: Option<u32>,
+    /// Memory budget: of the external sorts (join) or of one block's pair buffer (probe).
+    /// `None`: a quarter of RAM for join, the default buffer for probe.
+    pub mem: Option<u64>,
+    /// How pairs are found (shingle); all choices give the same pairs.
+    pub matching: Matching,
+}
+
+impl Default for PairsRequest {
+    fn default() -> Self {
+        PairsRequest {
+            method: Method::Shingle,
+            threshold: None,
+            max_df: None,
+            mem: None,
+            matching: Matching::Auto,
+        }
+    }
+}
+
+impl PairsRequest {
+    /// Shingle pairs at resemblance >= `t`, every other choice at its default.
+    pub fn shingle(t: Threshold) -> Self {
+        PairsRequest {
+            threshold: Some(t),
+            ..Default::default()
+        }
+    }
+}
+
+/// One pair, by key (`key_a <= key_b`), with the method's similarity.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KeyedPair {
+    pub key_a: String,
+    pub key_b: String,
+    /// The method's similarity (resemblance for shingle; see [`method::MethodPair`]).
+    pub resemblance: f64,
+    #[serde(skip)]
+    pub method: Method,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hamming: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agree: Option<u32>,
+}
+
+impl Index {
+    /// Streams every pair of `req` to `each`, in the order of `ndd-index pairs` (by the older
+    /// document's id, then the younger's). Shingle pairs are computed block by block and never
+    /// held whole; the other methods' pair sets are small and computed at once. Returns the
+    /// work counters of a shingle run.
+    pub fn pairs(
+        &self,
+        req: &PairsRequest,
+        mut each: impl FnMut(&KeyedPair) -> Result<()>,
+    ) -> Result<Option<PairsStats>> {
+        if req.method != Method::Shingle {
+            let found = method::pairs(self, req.method, req.threshold)?;
+            let ids: Vec<u32> = found.iter().flat_map(|p| [p.a, p.b]).collect();
+            let keys = self.keys_of(&ids)?;
+            for p in &found {
+                let (ka, kb) = ordered(&keys, p.a, p.b);
+                each(&KeyedPair {
+                    key_a: ka.to_owned(),
+                    key_b: kb.to_owned(),
+                    resemblance: p.similarity,
+                    method: req.method,
+                    hamming: p.hamming,
+                    agree: p.agree,
+                })?;
+            }
+            return Ok(None);
+        }
+        let t = req
+            .threshold
+            .ok_or_else(|| Error::InvalidArgument("--method shingle needs --threshold".into()))?;
+        let view = self.view();
+        let mut cfg = PairsConfig::new(self.options().sample()?, t);
+        cfg.max_df = super::run_max_df(self, req.max_df);
+        let sort = SortOptions::new(req.mem.unwrap_or_else(super::default_mem), self.tmp_dir());
+        let matching = req.matching.resolve(view, sort.mem_bytes);
+        if let (Some(m), Matching::Probe) = (req.mem, matching) {
+            cfg.buffer_bytes = m; // probe's budget is its pair buffer
+        }
+        // Keys are looked up per block, never held for the whole index.
+        let mut ids: Vec<u32> = Vec::new();
+        let stats =
+            pipeline::for_each_pair(matching, view, &cfg, &sort, 0..view.doc_ids(), 0, |block| {
+                ids.clear();
+                ids.extend(block.iter().flat_map(|p| [p.a, p.b]));
+                let keys = self.keys_of(&ids)?;
+                for p in block {
+                    let (ka, kb) = ordered(&keys, p.a, p.b);
+                    each(&KeyedPair {
+                        key_a: ka.to_owned(),
+                        key_b: kb.to_owned(),
+                        resemblance: p.m.resemblance,
+                        method: Method::Shingle,
+                        hamming: None,
+                        agree: None,
+                    })?;
+                }
+                Ok(())
+            })?;
+        Ok(Some(stats))
+    }
+}
+
+fn ordered<'k>(keys: &'k HashMap<u32, String>, a: u32, b: u32) -> (&'k str, &'k str) {
+    let (ka, kb) = (keys[&a].as_str(), keys[&b].as_str());
+    if ka <= kb {
+        (ka, kb)
+    } else {
+        (kb, ka)
+    }
+}
