@@ -77,6 +77,14 @@ pub enum Error {
     /// A bad argument or option value.
     #[error("{0}")]
     InvalidArgument(String),
+    /// A malformed line of an input file read whole (a TREC run or qrels file): nothing was
+    /// computed or written from it.
+    #[error("{}:{line}: {reason}", path.display())]
+    BadLine {
+        path: PathBuf,
+        line: u64,
+        reason: String,
+    },
 }
 
 impl Error {

@@ -31,6 +31,8 @@ pub mod options;
 pub mod pipeline;
 #[cfg(feature = "rocksdb")]
 pub mod query;
+#[cfg(feature = "rocksdb")]
+pub mod runs;
 pub mod segment;
 #[cfg(feature = "server")]
 pub mod server;

@@ -50,6 +50,8 @@ enum Cmd {
     Tune(cli::eval::TuneArgs),
     /// Serve queries and online inserts over HTTP from an index kept open.
     Serve(cli_serve::ServeArgs),
+    /// Near-duplicates in TREC runs: per topic, per run and top n, against qrels.
+    Runs(cli::runs::RunsArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Cmd::Eval(a) => cli::eval::run(a),
         Cmd::Tune(a) => cli::eval::tune(a),
         Cmd::Serve(a) => cli_serve::serve(a),
+        Cmd::Runs(a) => cli::runs::runs(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

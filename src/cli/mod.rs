@@ -8,6 +8,7 @@ pub mod ingest;
 pub mod lifecycle;
 pub mod pairs;
 pub mod query;
+pub mod runs;
 pub mod stats;
 
 use std::io::{self, BufWriter, StdoutLock, Write};

@@ -1,4 +1,5 @@
-//! Paths to documents: directory walking, file-type dispatch by name, gunzip, size limits.
+//! Paths to documents: directory walking, file-type dispatch by name (then by content for
+//! files whose name says nothing), gunzip, size limits.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -6,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
+use super::arc::ArcReader;
 use super::jsonl::JsonlReader;
+use super::trecweb::TrecWebReader;
 use super::warc::WarcReader;
 use super::{InputItem, InputOptions, RawDoc, Records};
 use crate::canonicalize::{sniff_format, DocFormat};
@@ -32,6 +35,8 @@ pub(super) enum Opened {
 #[derive(Debug, PartialEq, Eq)]
 enum Kind {
     Warc,
+    Arc,
+    TrecWeb,
     Jsonl,
     Doc(Option<DocFormat>),
 }
@@ -44,6 +49,8 @@ fn kind_of(name: &str) -> (Kind, bool) {
     };
     let kind = if inner.ends_with(".warc") {
         Kind::Warc
+    } else if inner.ends_with(".arc") {
+        Kind::Arc
     } else if inner.ends_with(".jsonl") || inner.ends_with(".ndjson") {
         Kind::Jsonl
     } else if [".html", ".htm", ".xhtml"]
@@ -85,7 +92,7 @@ fn open_file(path: &Path, key: String, opts: &InputOptions) -> Opened {
         Ok(f) => f,
         Err(e) => return Opened::Item(InputItem::bad(key, origin, e.to_string())),
     };
-    let reader: Box<dyn io::BufRead + Send> = if gz {
+    let mut reader: Box<dyn io::BufRead + Send> = if gz {
         Box::new(BufReader::with_capacity(
             1 << 16,
             MultiGzDecoder::new(BufReader::new(file)),
@@ -93,8 +100,19 @@ fn open_file(path: &Path, key: String, opts: &InputOptions) -> Opened {
     } else {
         Box::new(BufReader::with_capacity(1 << 16, file))
     };
+    // A name that says nothing (GOV2's `00.gz`, WT10g's `B01`): look at the first bytes.
+    let kind = match kind {
+        Kind::Doc(None) => kind_of_content(&mut reader).unwrap_or(kind),
+        k => k,
+    };
     match kind {
         Kind::Warc => Opened::Records(Box::new(WarcReader::new(
+            reader,
+            origin,
+            opts.max_doc_bytes,
+        ))),
+        Kind::Arc => Opened::Records(Box::new(ArcReader::new(reader, origin, opts.max_doc_bytes))),
+        Kind::TrecWeb => Opened::Records(Box::new(TrecWebReader::new(
             reader,
             origin,
             opts.max_doc_bytes,
@@ -109,6 +127,25 @@ fn open_file(path: &Path, key: String, opts: &InputOptions) -> Opened {
             gz,
             opts.max_doc_bytes,
         )),
+    }
+}
+
+/// A record format recognized by the first non-blank bytes of a file: `<DOC>` (TREC web
+/// text), `filedesc://` (ARC), `WARC/` (WARC). None for anything else (or a read error, which
+/// reading the file as a document then reports).
+fn kind_of_content(r: &mut dyn io::BufRead) -> Option<Kind> {
+    let head = r.fill_buf().ok()?;
+    let start = head.iter().position(|b| !b.is_ascii_whitespace())?;
+    let head = &head[start..];
+    let has = |p: &[u8]| head.len() >= p.len() && head[..p.len()].eq_ignore_ascii_case(p);
+    if has(b"<DOC>") {
+        Some(Kind::TrecWeb)
+    } else if has(b"filedesc://") {
+        Some(Kind::Arc)
+    } else if head.starts_with(b"WARC/1.") || head.starts_with(b"WARC/0.") {
+        Some(Kind::Warc)
+    } else {
+        None
     }
 }
 
@@ -146,6 +183,7 @@ fn read_doc(
     let format = format.unwrap_or_else(|| sniff_format(Some(inner), &bytes));
     InputItem::Doc(RawDoc {
         key,
+        url: None,
         bytes,
         format,
         charset: None,
@@ -239,5 +277,20 @@ mod tests {
             (Kind::Doc(Some(DocFormat::Text)), false)
         );
         assert_eq!(kind_of("README"), (Kind::Doc(None), false));
+        assert_eq!(kind_of("IA-001102.arc.gz"), (Kind::Arc, true));
+        assert_eq!(kind_of("00.gz"), (Kind::Doc(None), true));
+    }
+
+    #[test]
+    fn kinds_by_content() {
+        let k = |s: &[u8]| kind_of_content(&mut &s[..]);
+        assert_eq!(k(b"\n<DOC>\n<DOCNO>GX0</DOCNO>"), Some(Kind::TrecWeb));
+        assert_eq!(
+            k(b"filedesc://x.arc 0.0.0.0 1 text/plain 0"),
+            Some(Kind::Arc)
+        );
+        assert_eq!(k(b"WARC/0.18\r\n"), Some(Kind::Warc));
+        assert_eq!(k(b"<html><DOC>"), None);
+        assert_eq!(k(b""), None);
     }
 }

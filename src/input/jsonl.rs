@@ -80,6 +80,7 @@ impl<R: BufRead> JsonlReader<R> {
         let charset = Some("utf-8".to_string());
         InputItem::Doc(RawDoc {
             key,
+            url: None,
             bytes: content.clone().into_bytes(),
             format,
             charset,

@@ -6,10 +6,12 @@
 //! stream: every unreadable file, damaged record or oversized document becomes an
 //! `InputItem::Bad` with a reason, and reading goes on with the next one.
 
+mod arc;
 mod fs;
 #[doc(hidden)]
 pub mod fuzz;
 mod jsonl;
+mod trecweb;
 mod warc;
 
 use std::collections::VecDeque;
@@ -45,8 +47,12 @@ impl Default for InputOptions {
 /// One document, not yet canonicalized.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawDoc {
-    /// Relative path, path as given, WARC-Target-URI, or JSONL id.
+    /// Relative path, path as given, WARC-TREC-ID or WARC-Target-URI, TREC DOCNO, ARC URL,
+    /// or JSONL id.
     pub key: String,
+    /// The document's URL when its container names one (WARC-Target-URI, the first line of a
+    /// TREC web DOCHDR, the ARC record line); kept in the catalog's doc record.
+    pub url: Option<String>,
     pub bytes: Vec<u8>,
     pub format: DocFormat,
     /// Charset declared by the container (HTTP Content-Type in WARC; "utf-8" for JSONL).
@@ -141,6 +147,7 @@ pub fn read_source(
             format.unwrap_or_else(|| crate::canonicalize::sniff_format(Some(&key), &bytes));
         InputItem::Doc(RawDoc {
             key,
+            url: None,
             bytes,
             format,
             charset: None,

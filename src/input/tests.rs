@@ -377,3 +377,179 @@ fn helpers() {
     assert_eq!(buf, b"ab");
     assert_eq!(read_line_bounded(&mut r, &mut buf, 4).unwrap(), 0);
 }
+
+/// A ClueWeb09-style record: WARC/0.18, a TREC id, an impossible date, LF-only HTTP headers.
+fn clueweb09_record(trec_id: &str, uri: &str, body: &str) -> Vec<u8> {
+    let block = http(
+        "Content-Type: text/html; charset=utf-8\r\n",
+        body.as_bytes(),
+    );
+    let mut r = format!(
+        "WARC/0.18\r\nWARC-Type: response\r\nWARC-Target-URI: {uri}\r\n\
+         WARC-Date: 2009-03-65T08:43:19-0800\r\nWARC-TREC-ID: {trec_id}\r\n\
+         Content-Type: application/http;msgtype=response\r\nContent-Length: {}\r\n\r\n",
+        block.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(&block);
+    r.extend_from_slice(b"\r\n\r\n");
+    r
+}
+
+#[test]
+fn warc_0_18_trec_ids_odd_dates_and_resync() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = b"WARC/0.18\r\nWARC-Type: warcinfo\r\nWARC-Date: 2009-03-65T08:43:19-0800\r\n\
+                  Content-Length: 4\r\n\r\nabcd\r\n\r\n"
+        .to_vec();
+    w.extend(clueweb09_record(
+        "clueweb09-en0000-00-00000",
+        "http://www.a.com/x",
+        "<p>first</p>",
+    ));
+    // A damaged header: reading must resume at the next WARC/0.18 line.
+    w.extend_from_slice(b"WARC/0.18\r\nthis is not a header\r\nmore junk\r\n");
+    w.extend(clueweb09_record(
+        "clueweb09-en0000-00-00002",
+        "http://b.org/y",
+        "<p>second</p>",
+    ));
+    // Without a TREC id the URI is the key.
+    w.extend(warc_record(
+        "resource",
+        "http://c.net/z",
+        "text/plain",
+        b"third",
+    ));
+    let items = read(
+        vec![write(dir.path(), "cw.warc.gz", &gz(&w))],
+        InputOptions::default(),
+    );
+    let s = summary(&items);
+    assert_eq!(s.len(), 4, "{s:?}");
+    assert_eq!(s[0].0, "clueweb09-en0000-00-00000");
+    assert_eq!(doc(&items, 0).url.as_deref(), Some("http://www.a.com/x"));
+    assert!(
+        s[1].1.starts_with("BAD: malformed WARC header line"),
+        "{s:?}"
+    );
+    assert_eq!(s[2].0, "clueweb09-en0000-00-00002");
+    assert_eq!(doc(&items, 2).url.as_deref(), Some("http://b.org/y"));
+    assert_eq!(s[3], ("http://c.net/z".to_string(), "third".to_string()));
+    assert_eq!(doc(&items, 3).url.as_deref(), Some("http://c.net/z"));
+}
+
+#[test]
+fn trec_web_text_detected_by_content_gz_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let gov2 = "<DOC>\n<DOCNO>GX000-00-0000000</DOCNO>\n<DOCHDR>\nhttp://www.x.gov/a\n\
+                HTTP/1.1 200 OK\nContent-Type: text/html\n</DOCHDR>\n<html>a</html>\n</DOC>\n\
+                <DOC>\n<DOCNO>GX000-00-0000001</DOCNO>\n<DOCHDR>\nhttp://x.gov/b\n</DOCHDR>\n\
+                <p>b</p>\n</DOC>\n";
+    write(dir.path(), "GX000/00.gz", &gz(gov2.as_bytes()));
+    write(
+        dir.path(),
+        "WTX001/B01",
+        gov2.replace("GX", "WT").as_bytes(),
+    );
+    let items = read(vec![dir.path().to_path_buf()], InputOptions::default());
+    let keys: Vec<&str> = items
+        .iter()
+        .map(|i| match i {
+            InputItem::Doc(d) => d.key.as_str(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "GX000-00-0000000",
+            "GX000-00-0000001",
+            "WT000-00-0000000",
+            "WT000-00-0000001"
+        ]
+    );
+    assert_eq!(doc(&items, 1).url.as_deref(), Some("http://x.gov/b"));
+    assert_eq!(doc(&items, 0).bytes, b"<html>a</html>\n");
+}
+
+fn warcio(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/warcio")
+        .join(name)
+}
+
+#[test]
+fn warcio_arc_files_are_read_as_records() {
+    for name in ["example.arc", "example.arc.gz"] {
+        let items = read(vec![warcio(name)], InputOptions::default());
+        assert_eq!(items.len(), 1, "{name}: {items:?}");
+        let d = doc(&items, 0);
+        assert_eq!(d.key, "http://example.com/");
+        assert_eq!(d.url.as_deref(), Some("http://example.com/"));
+        assert!(
+            d.bytes.starts_with(b"<!doctype html>"),
+            "{name}: HTTP headers kept"
+        );
+        assert!(String::from_utf8_lossy(&d.bytes).contains("Example Domain"));
+    }
+    let items = read(
+        vec![warcio("example-space-in-url.arc")],
+        InputOptions::default(),
+    );
+    // Its block is 12 bytes shorter than the record line says: a truncated record, reported
+    // under the URL (spaces and all) read from the right-hand fields.
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert!(
+        matches!(&items[0], InputItem::Bad { key, reason, .. }
+            if key == "http://example.com/index.cfm?FuseAction=Email&EmailTitle=Examples From The Live Web&IsPopUp=False"
+                && reason == "truncated ARC record"),
+        "{items:?}"
+    );
+}
+
+#[test]
+fn warcio_bad_arc_names_the_malformed_lines() {
+    let items = read(vec![warcio("bad.arc")], InputOptions::default());
+    let bad: Vec<&str> = items
+        .iter()
+        .filter_map(|i| match i {
+            InputItem::Bad { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(bad.len() >= 2, "{items:?}");
+    assert!(bad
+        .iter()
+        .all(|r| r.starts_with("malformed ARC record line")));
+    assert!(bad.iter().any(|r| r.contains("length \"-1\"")), "{bad:?}");
+    assert!(bad.iter().any(|r| r.contains("length \"abc\"")), "{bad:?}");
+}
+
+#[test]
+fn warcio_warc_files() {
+    let items = read(
+        vec![warcio("example-iana.org-chunked.warc")],
+        InputOptions::default(),
+    );
+    assert_eq!(items.len(), 1, "{items:?}");
+    let d = doc(&items, 0);
+    assert_eq!(d.key, "http://www.iana.org/");
+    assert!(
+        d.bytes.starts_with(b"<!doctype html>"),
+        "chunk size line removed"
+    );
+    assert!(d.bytes.ends_with(b"</html>\n"), "last chunk kept whole");
+    let items = read(vec![warcio("example.warc.gz")], InputOptions::default());
+    assert!(
+        items
+            .iter()
+            .any(|i| matches!(i, InputItem::Doc(d) if d.key == "http://example.com/")),
+        "{items:?}"
+    );
+    let items = read(vec![warcio("example-trunc.warc")], InputOptions::default());
+    assert!(
+        items.iter().any(|i| matches!(i, InputItem::Bad { .. })),
+        "a truncated file is reported: {items:?}"
+    );
+}

@@ -1,13 +1,16 @@
-//! WARC 1.0 / 1.1 input: `response` and `resource` records, framed by Content-Length.
+//! WARC 1.0 / 1.1 (and 0.18, as ClueWeb09 ships) input: `response` and `resource` records,
+//! framed by Content-Length.
 //!
-//! A record is a `WARC/1.x` line, header lines up to a blank line, `Content-Length` bytes of
+//! A record is a `WARC/1.x` (or `WARC/0.x`) line, header lines up to a blank line, `Content-Length` bytes of
 //! block, and a CRLF CRLF trailer. For `response` records whose block is an HTTP message
 //! (`application/http`), the HTTP headers are stripped, chunked transfer coding and gzip/deflate
 //! content coding are undone, and the charset and format come from the HTTP `Content-Type`;
 //! responses whose media type is not HTML or plain text are reported as `Bad` (not documents).
 //! Other record types (warcinfo, request, metadata, revisit, ...) are skipped. A malformed
-//! header is `Bad` and reading resumes at the next line starting with `WARC/1.`; a truncated
-//! record is `Bad` and ends the file.
+//! header is `Bad` and reading resumes at the next line starting with `WARC/1.` or `WARC/0.`;
+//! a truncated record is `Bad` and ends the file. The key is `WARC-TREC-ID` when present (the
+//! TREC collections' document number), else `WARC-Target-URI`; the URL is `WARC-Target-URI`.
+//! `WARC-Date` is never parsed, so ClueWeb09's impossible dates (`2009-03-65`) are harmless.
 
 use std::io::{self, BufRead, Read};
 
@@ -25,7 +28,7 @@ pub(super) struct WarcReader<R> {
     max: u64,
     offset: u64,
     line: Vec<u8>,
-    /// A `WARC/1.` line found while resynchronizing, to be used as the next header line.
+    /// A `WARC/1.` (or `WARC/0.`) line found while resynchronizing, to be used as the next header line.
     pending: Option<(u64, Vec<u8>)>,
     done: bool,
 }
@@ -77,7 +80,8 @@ impl<R: BufRead> WarcReader<R> {
         )
     }
 
-    /// Skips lines until one starts with `WARC/1.`, which becomes the next header line.
+    /// Skips lines until one starts with `WARC/1.` or `WARC/0.`, which becomes the next header
+    /// line.
     fn resync(&mut self) {
         loop {
             let start = self.offset;
@@ -86,7 +90,7 @@ impl<R: BufRead> WarcReader<R> {
                     self.done = true;
                     return;
                 }
-                Ok(_) if self.line.starts_with(b"WARC/1.") => {
+                Ok(_) if is_version_line(&self.line) => {
                     self.pending = Some((start, std::mem::take(&mut self.line)));
                     return;
                 }
@@ -109,14 +113,16 @@ impl<R: BufRead> WarcReader<R> {
                 Err(e) => return Err(self.bad(start, None, format!("read error: {e}"))),
             }
         };
-        if !first.starts_with(b"WARC/") {
+        if !is_version_line(&first) {
             let shown = String::from_utf8_lossy(&first[..first.len().min(40)])
                 .trim_end()
                 .to_string();
             return Err(self.bad(
                 start,
                 None,
-                format!("malformed WARC: expected a \"WARC/1.x\" line, found {shown:?}"),
+                format!(
+                    "malformed WARC: expected a \"WARC/1.x\" or \"WARC/0.x\" line, found {shown:?}"
+                ),
             ));
         }
         let mut fields: Vec<(String, String)> = Vec::new();
@@ -183,9 +189,15 @@ impl<R: BufRead> WarcReader<R> {
                 return Some(bad);
             }
         };
-        let key = h
+        let url = h
             .get("WARC-Target-URI")
-            .map(|u| u.trim_start_matches('<').trim_end_matches('>').to_string());
+            .map(|u| u.trim_start_matches('<').trim_end_matches('>').to_string())
+            .filter(|u| !u.is_empty());
+        let key = h
+            .get("WARC-TREC-ID")
+            .map(str::to_string)
+            .filter(|k| !k.is_empty())
+            .or_else(|| url.clone());
         let Some(len) = h.get("Content-Length").and_then(|v| v.parse::<u64>().ok()) else {
             let bad = self.bad(
                 h.start,
@@ -229,9 +241,9 @@ impl<R: BufRead> WarcReader<R> {
             .to_ascii_lowercase()
             .starts_with("application/http");
         Some(if typ == "response" && is_http {
-            http_doc(block, key, origin, self.max)
+            http_doc(block, key, url, origin, self.max)
         } else {
-            make_doc(block, key, origin, Some(warc_type))
+            make_doc(block, key, url, origin, Some(warc_type))
         })
     }
 }
@@ -249,8 +261,19 @@ impl<R: BufRead> Iterator for WarcReader<R> {
     }
 }
 
+/// True for a record's first line: `WARC/1.x`, or `WARC/0.x` (ClueWeb09 is `WARC/0.18`).
+fn is_version_line(line: &[u8]) -> bool {
+    line.starts_with(b"WARC/1.") || line.starts_with(b"WARC/0.")
+}
+
 /// A document from a block (or HTTP body) with an optional Content-Type.
-fn make_doc(bytes: Vec<u8>, key: String, origin: String, content_type: Option<&str>) -> InputItem {
+pub(super) fn make_doc(
+    bytes: Vec<u8>,
+    key: String,
+    url: Option<String>,
+    origin: String,
+    content_type: Option<&str>,
+) -> InputItem {
     let ct = content_type.filter(|c| !c.trim().is_empty());
     let format = match ct.map(|c| (c, format_of_media_type(c))) {
         Some((_, Some(f))) => f,
@@ -266,6 +289,7 @@ fn make_doc(bytes: Vec<u8>, key: String, origin: String, content_type: Option<&s
     let charset = ct.and_then(charset_param);
     InputItem::Doc(RawDoc {
         key,
+        url,
         bytes,
         format,
         charset,
@@ -273,8 +297,14 @@ fn make_doc(bytes: Vec<u8>, key: String, origin: String, content_type: Option<&s
     })
 }
 
-/// The document in an HTTP response block.
-fn http_doc(block: Vec<u8>, key: String, origin: String, max: u64) -> InputItem {
+/// The document in an HTTP response block (WARC response records, ARC records).
+pub(super) fn http_doc(
+    block: Vec<u8>,
+    key: String,
+    url: Option<String>,
+    origin: String,
+    max: u64,
+) -> InputItem {
     let (head_len, body_start) = match find(&block, b"\r\n\r\n") {
         Some(i) => (i, i + 4),
         None => match find(&block, b"\n\n") {
@@ -328,7 +358,7 @@ fn http_doc(block: Vec<u8>, key: String, origin: String, max: u64) -> InputItem 
             return InputItem::bad(key, origin, format!("unsupported Content-Encoding {other}"))
         }
     }
-    make_doc(body, key, origin, ctype.as_deref())
+    make_doc(body, key, url, origin, ctype.as_deref())
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -392,7 +422,7 @@ mod tests {
         // Found by the `warc` fuzz target: the message cut the line at byte 40, inside a '€'.
         let mut block = "€".repeat(20).into_bytes();
         block.extend_from_slice(b"\r\n\r\n<p>body</p>");
-        match http_doc(block, "k".into(), "o".into(), 1 << 20) {
+        match http_doc(block, "k".into(), None, "o".into(), 1 << 20) {
             InputItem::Bad { reason, .. } => {
                 assert!(reason.starts_with("not an HTTP response"), "{reason}");
                 assert!(reason.contains(&"€".repeat(20)), "{reason}");

@@ -210,6 +210,7 @@ impl Index {
                     simhash: fp.simhash,
                     digest: fp.digest,
                     bytes: raw.bytes.len() as u64,
+                    url: raw.url,
                 },
                 delta,
             ));

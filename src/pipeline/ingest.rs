@@ -170,6 +170,7 @@ pub struct BatchRecord {
 enum Prepared {
     Doc {
         key: String,
+        url: Option<String>,
         origin: String,
         bytes: u64,
         fp: Fingerprint,
@@ -198,6 +199,7 @@ fn prepare(item: InputItem, fp_opts: &FingerprintOptions, m_opts: &MethodOptions
                 let fp = fingerprint(&canon.text, fp_opts);
                 Prepared::Doc {
                     key: raw.key,
+                    url: raw.url,
                     origin: raw.origin,
                     bytes: raw.bytes.len() as u64,
                     extras: method_extras(&canon.text, &fp, fp_opts, m_opts),
@@ -329,7 +331,7 @@ impl Index {
             }
             for p in prepared {
                 s.documents_read += 1;
-                let (key, origin, bytes, fp, extras) = match p {
+                let (key, url, origin, bytes, fp, extras) = match p {
                     Prepared::Bad {
                         key,
                         origin,
@@ -348,11 +350,12 @@ impl Index {
                     }
                     Prepared::Doc {
                         key,
+                        url,
                         origin,
                         bytes,
                         fp,
                         extras,
-                    } => (key, origin, bytes, fp, extras),
+                    } => (key, url, origin, bytes, fp, extras),
                 };
                 s.input_bytes += bytes;
                 if !batch_keys.insert(key.clone()) {
@@ -432,6 +435,7 @@ impl Index {
                     simhash: fp.simhash,
                     digest: fp.digest,
                     bytes,
+                    url,
                 });
             }
             progress(Progress::Read {

@@ -26,18 +26,28 @@ pub struct DocRecord {
     pub digest: [u8; 16],
     /// Size of the raw input document in bytes.
     pub bytes: u64,
+    /// The document's URL, when its container named one (WARC-Target-URI, TREC DOCHDR, ARC).
+    pub url: Option<String>,
 }
 
-/// Version byte of the document record encoding.
+/// Version byte of the document record encoding without a URL (and of every record written
+/// before URLs were kept).
 pub const DOC_RECORD_VERSION: u8 = 1;
+/// Version byte of a record with a URL: version 1's layout followed by the URL.
+pub const DOC_RECORD_VERSION_URL: u8 = 2;
 /// Size of the fixed part of a document record, before the key bytes.
 pub const DOC_RECORD_HEADER: usize = 1 + 4 + 4 + 4 + 4 + 8 + 16 + 8 + 4;
 
 impl DocRecord {
     /// Encodes as in format-spec/rocksdb.md, "docs".
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![0u8; DOC_RECORD_HEADER + self.key.len()];
-        out[0] = DOC_RECORD_VERSION;
+        let url_part = self.url.as_ref().map_or(0, |u| 4 + u.len());
+        let mut out = vec![0u8; DOC_RECORD_HEADER + self.key.len() + url_part];
+        out[0] = if self.url.is_some() {
+            DOC_RECORD_VERSION_URL
+        } else {
+            DOC_RECORD_VERSION
+        };
         LE::write_u32(&mut out[1..5], self.batch);
         LE::write_u32(&mut out[5..9], self.words);
         LE::write_u32(&mut out[9..13], self.shingles);
@@ -46,8 +56,13 @@ impl DocRecord {
         out[25..41].copy_from_slice(&self.digest);
         LE::write_u64(&mut out[41..49], self.bytes);
         LE::write_u32(&mut out[49..53], self.key.len() as u32);
-        out[DOC_RECORD_HEADER..].copy_from_slice(self.key.as_bytes());
-        debug_assert_eq!(out.len(), DOC_RECORD_HEADER + self.key.len());
+        let key_end = DOC_RECORD_HEADER + self.key.len();
+        out[DOC_RECORD_HEADER..key_end].copy_from_slice(self.key.as_bytes());
+        if let Some(u) = &self.url {
+            LE::write_u32(&mut out[key_end..key_end + 4], u.len() as u32);
+            out[key_end + 4..].copy_from_slice(u.as_bytes());
+        }
+        debug_assert_eq!(out.len(), key_end + url_part);
         out
     }
 
@@ -60,14 +75,31 @@ impl DocRecord {
         if b.len() < DOC_RECORD_HEADER {
             return Err(bad("record shorter than its header"));
         }
-        if b[0] != DOC_RECORD_VERSION {
+        if b[0] != DOC_RECORD_VERSION && b[0] != DOC_RECORD_VERSION_URL {
             return Err(bad(&format!("unknown record version {}", b[0])));
         }
         let key_len = LE::read_u32(&b[49..53]) as usize;
-        if b.len() != DOC_RECORD_HEADER + key_len {
-            return Err(bad("key length does not match record length"));
-        }
-        let key = std::str::from_utf8(&b[DOC_RECORD_HEADER..])
+        let key_end = DOC_RECORD_HEADER.saturating_add(key_len);
+        let url = if b[0] == DOC_RECORD_VERSION {
+            if b.len() != key_end {
+                return Err(bad("key length does not match record length"));
+            }
+            None
+        } else {
+            if b.len() < key_end.saturating_add(4) {
+                return Err(bad("key length does not match record length"));
+            }
+            let url_len = LE::read_u32(&b[key_end..key_end + 4]) as usize;
+            if b.len() != key_end + 4 + url_len {
+                return Err(bad("URL length does not match record length"));
+            }
+            Some(
+                std::str::from_utf8(&b[key_end + 4..])
+                    .map_err(|_| bad("URL is not UTF-8"))?
+                    .to_owned(),
+            )
+        };
+        let key = std::str::from_utf8(&b[DOC_RECORD_HEADER..key_end])
             .map_err(|_| bad("key is not UTF-8"))?
             .to_owned();
         let mut digest = [0u8; 16];
@@ -81,6 +113,7 @@ impl DocRecord {
             simhash: LE::read_u64(&b[17..25]),
             digest,
             bytes: LE::read_u64(&b[41..49]),
+            url,
         })
     }
 }
@@ -129,7 +162,35 @@ mod tests {
             simhash: 0xdead_beef_0123_4567,
             digest: [7; 16],
             bytes: 65_000,
+            url: None,
         }
+    }
+
+    #[test]
+    fn doc_record_with_url_round_trip_and_golden_bytes() {
+        let r = DocRecord {
+            url: Some("http://www.x.org/a b".into()),
+            ..sample()
+        };
+        let enc = r.encode();
+        assert_eq!(enc[0], 2);
+        // Version 1's layout, then the URL's length and bytes.
+        assert_eq!(&enc[1..53], &sample().encode()[1..53]);
+        assert_eq!(&enc[53..66], b"docs/a/b.html");
+        assert_eq!(&enc[66..70], &20u32.to_le_bytes());
+        assert_eq!(&enc[70..], b"http://www.x.org/a b");
+        assert_eq!(DocRecord::decode(1, &enc).unwrap(), r);
+        // Corruption: any cut, a wrong URL length, a URL that is not UTF-8.
+        for n in 0..enc.len() {
+            assert!(DocRecord::decode(1, &enc[..n]).is_err(), "cut at {n}");
+        }
+        let mut v = enc.clone();
+        v[66] = 21;
+        assert!(DocRecord::decode(1, &v).is_err());
+        let mut v = enc;
+        let n = v.len();
+        v[n - 1] = 0xff;
+        assert!(DocRecord::decode(1, &v).is_err());
     }
 
     #[test]
