@@ -227,6 +227,18 @@ impl View {
         })
     }
 
+    /// Documents and features in the delta (online adds not folded yet), from the snapshot's
+    /// delta segments: the fold check after every add, without reading the catalog.
+    pub fn delta_size(&self) -> (u64, u64) {
+        self.segments
+            .iter()
+            .filter(|s| s.entry.id == crate::lifecycle::fold::DELTA_SEGMENT_ID)
+            .fold((0, 0), |(d, f), s| {
+                let docs = s.seg.table_meta(segment::FORWARD).map_or(0, |t| t.entries);
+                (d + docs, f + s.entry.postings)
+            })
+    }
+
     /// Number of allocated document ids (live, deleted and replaced).
     pub fn doc_ids(&self) -> u32 {
         self.sizes.len() as u32

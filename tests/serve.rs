@@ -988,6 +988,16 @@ fn the_view_after_an_add_answers_as_a_full_reload() {
         );
         assert_eq!(got.sizes, full.sizes, "round {round}: sizes");
         assert_eq!(got.tombstones, full.tombstones, "round {round}: tombstones");
+        let in_catalog = ix.catalog().delta_docs().unwrap();
+        let features: u64 = in_catalog
+            .iter()
+            .map(|(_, d)| d.features.len() as u64)
+            .sum();
+        assert_eq!(
+            got.delta_size(),
+            (in_catalog.len() as u64, features),
+            "round {round}: delta size"
+        );
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for doc in 0..full.doc_ids() {
             assert_eq!(

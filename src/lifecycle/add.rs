@@ -339,13 +339,12 @@ impl Index {
         }
 
         // Fold when the delta has grown past its size.
-        let delta = self.catalog.delta_docs()?;
-        let bytes: u64 = delta.iter().map(|(_, d)| d.features.len() as u64 * 8).sum();
-        if delta.len() as u64 >= opts.fold_docs || bytes >= opts.fold_bytes {
+        let (delta_docs, delta_features) = self.view.delta_size();
+        if delta_docs >= opts.fold_docs || delta_features * 8 >= opts.fold_bytes {
             s.folded = Some(self.fold_delta()?);
             s.delta_docs = 0;
         } else {
-            s.delta_docs = delta.len() as u64;
+            s.delta_docs = delta_docs;
         }
         s.seconds = started.elapsed().as_secs_f64();
         Ok(s)

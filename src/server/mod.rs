@@ -1008,7 +1008,7 @@ async fn healthz(State(st): St) -> Response {
 async fn metrics_text(State(st): St) -> Response {
     let snap = st.snapshots.get();
     let view = snap.view();
-    let delta = snap.catalog().delta_ids().map_or(0, |ids| ids.len() as u64);
+    let delta = view.delta_size().0;
     let g = IndexGauges {
         live_documents: live_docs(&snap),
         doc_ids: view.doc_ids() as u64,
