@@ -267,7 +267,7 @@ def _components(spark, edges, stats: dict):
             .distinct()
             .localCheckpoint()
         )
-        changed = small.exceptAll(e).limit(1).count() + e.exceptAll(small).limit(1).count()
+        changed = small.exceptAll(e).unionByName(e.exceptAll(small)).limit(1).count()
         e = small
         if changed == 0:
             break
@@ -354,7 +354,8 @@ def dedup(
     )
     docs = good.join(first, ["key", "pos"], "left_semi").persist(disk)
     errors = bad.unionByName(dup).persist(disk)
-    stats["documents"] = docs.count()
+    c = docs.agg(F.count(F.lit(1)), F.sum("n")).first()
+    stats["documents"], stats["features"] = int(c[0]), int(c[1] or 0)
     stats["errors"] = errors.count()
     lap("read_fingerprint")
 
@@ -394,9 +395,9 @@ def dedup(
             F.greatest("bucket", "j").alias("b_hi"),
         )
     )
-    big = groups.where(F.col("g") > group_cap).agg(F.count(F.lit(1)), F.max("g")).first()
+    big = groups.agg(F.count(F.when(F.col("g") > group_cap, 1)), F.max("g")).first()
     stats["split_groups"] = int(big[0] or 0)
-    stats["largest_group"] = int(groups.agg(F.max("g")).first()[0] or 0)
+    stats["largest_group"] = int(big[1] or 0)
     left = salted.alias("l")
     right = salted.alias("r")
     cand = (
@@ -443,8 +444,8 @@ def dedup(
         .select("cluster_key", "key", "label", F.col("node").alias("pos"))
         .persist(disk)
     )
-    stats["clustered_documents"] = clusters.count()
-    stats["clusters"] = clusters.select("label").distinct().count()
+    c = clusters.agg(F.count(F.lit(1)), F.countDistinct("label")).first()
+    stats["clustered_documents"], stats["clusters"] = int(c[0]), int(c[1])
     lap("components")
     return DedupResult(
         pairs=pairs,
