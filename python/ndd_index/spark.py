@@ -101,7 +101,8 @@ def list_inputs(inputs: Iterable[str | os.PathLike]) -> list[tuple[str, str | No
 def _tasks(files: list[tuple[str, str | None]], parallelism: int) -> list[list[tuple]]:
     """Groups the files into read tasks, in input order: a WARC or JSONL file is a task of its
     own; consecutive single-document files share a task up to a byte budget (the total over
-    four tasks per core, at most 256 MiB), so a directory of small pages is not one task each."""
+    four tasks per core, at most 256 MiB) and a file count (the files over four tasks per core,
+    at least 64), so a directory of small pages is not one task each."""
     sizes = []
     for path, _ in files:
         try:
@@ -109,6 +110,8 @@ def _tasks(files: list[tuple[str, str | None]], parallelism: int) -> list[list[t
         except OSError:
             sizes.append(0)  # the reader reports it, with its key
     budget = max(1 << 16, min(256 << 20, sum(sizes) // max(1, 4 * parallelism)))
+    # Also by count, for paths the driver cannot stat (sizes 0) and for many tiny files.
+    most = max(64, -(-len(files) // max(1, 4 * parallelism)))
     tasks: list[list[tuple]] = []
     cur: list[tuple] = []
     used = 0
@@ -119,7 +122,7 @@ def _tasks(files: list[tuple[str, str | None]], parallelism: int) -> list[list[t
                 cur, used = [], 0
             tasks.append([(i, path, key)])
             continue
-        if cur and used + size > budget:
+        if cur and (used + size > budget or len(cur) >= most):
             tasks.append(cur)
             cur, used = [], 0
         cur.append((i, path, key))
