@@ -1,7 +1,7 @@
-//! `ndd_index._native`: the Python extension module of ndd-index (PyO3, abi3 for CPython
-//! >= 3.10). The pure-Python package `ndd_index` (python/ndd_index/) re-exports it. Every
-//! operation calls the library's whole-operation API (`ndd_index::ops`), the same functions
-//! the CLI calls, without the GIL.
+//! `ndd_index._native`: the Python extension module of ndd-index (PyO3, one abi3 wheel for
+//! CPython 3.10 and later). The pure-Python package `ndd_index` (python/ndd_index/)
+//! re-exports it. Every operation calls the library's whole-operation API (`ndd_index::ops`),
+//! the same functions the CLI calls, without the GIL.
 
 mod convert;
 mod errors;

@@ -265,3 +265,36 @@ def test_create_options_are_stored_and_checked(tmp_path):
     with pytest.raises(ndd.OptionError) as e:
         ndd.Index.create(p, exist_ok=True, shingle_words=5)
     assert e.value.option == "--shingle" and e.value.stored == "words:4"
+
+
+def test_abandoned_pairs_streams_end(tmp_path):
+    with ndd.Index.create(tmp_path / "i") as ix:
+        docs = [(f"k{i:04d}", page(BASE[: 60 + i % 40])) for i in range(300)]
+        ix.ingest(docs, batch="b")
+        streams = [ix.pairs(0.5) for _ in range(20)]
+        firsts = [next(s) for s in streams]
+        assert len(set(firsts)) == 1
+        del streams  # their threads stop at their next block
+        ix.compact(full=True)
+        full = ix.pairs(0.5).to_list()
+        assert full[0] == firsts[0] and len(full) > 1000
+        p = ix.pairs(0.5)
+        assert p.to_list() == full and p.to_list() == [] and next(iter(p), None) is None
+
+
+def test_more_creation_options(tmp_path):
+    ndd.Index.create(tmp_path / "c", shingle_chars=64, cluster_threshold="0.9").close()
+    with ndd.Index.open(tmp_path / "c", readonly=True) as ix:
+        assert ix.options["shingle"] == "chars:64" and ix.options["cluster_threshold"] == "0.9"
+    ndd.Index.create(tmp_path / "g", sample="adaptive", size_groups="0-300:1,300-:4").close()
+    with ndd.Index.open(tmp_path / "g", readonly=True) as ix:
+        assert ix.options["sample"].startswith("adaptive")
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    for i in range(5):
+        (ref / f"r{i}.html").write_text(page([f"w{j}" for j in range(i, 100 + i)]))
+    with ndd.Index.create(tmp_path / "m", methods=["imatch", "simhash"], imatch_lexicon=ref) as ix:
+        ix.ingest(small_docs() + [("d", A)], batch="b")
+        assert {h.key for h in ix.query(A, method="imatch")} >= {"a", "d"}
+    with pytest.raises(FileNotFoundError):
+        ndd.Index.create(tmp_path / "n", imatch_lexicon=tmp_path / "missing")
