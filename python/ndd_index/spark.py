@@ -101,7 +101,8 @@ def list_inputs(inputs: Iterable[str | os.PathLike]) -> list[tuple[str, str | No
 def _tasks(files: list[tuple[str, str | None]], parallelism: int) -> list[list[tuple]]:
     """Groups the files into read tasks, in input order: a WARC or JSONL file is a task of its
     own; consecutive single-document files share a task up to a byte budget (the total over
-    four tasks per core, at most 256 MiB), so a directory of small pages is not one task each."""
+    four tasks per core, at most 256 MiB) and a file count (the files over four tasks per core,
+    at least 64), so a directory of small pages is not one task each."""
     sizes = []
     for path, _ in files:
         try:
@@ -109,6 +110,8 @@ def _tasks(files: list[tuple[str, str | None]], parallelism: int) -> list[list[t
         except OSError:
             sizes.append(0)  # the reader reports it, with its key
     budget = max(1 << 16, min(256 << 20, sum(sizes) // max(1, 4 * parallelism)))
+    # Also by count, for paths the driver cannot stat (sizes 0) and for many tiny files.
+    most = max(64, -(-len(files) // max(1, 4 * parallelism)))
     tasks: list[list[tuple]] = []
     cur: list[tuple] = []
     used = 0
@@ -119,7 +122,7 @@ def _tasks(files: list[tuple[str, str | None]], parallelism: int) -> list[list[t
                 cur, used = [], 0
             tasks.append([(i, path, key)])
             continue
-        if cur and used + size > budget:
+        if cur and (used + size > budget or len(cur) >= most):
             tasks.append(cur)
             cur, used = [], 0
         cur.append((i, path, key))
@@ -267,7 +270,7 @@ def _components(spark, edges, stats: dict):
             .distinct()
             .localCheckpoint()
         )
-        changed = small.exceptAll(e).limit(1).count() + e.exceptAll(small).limit(1).count()
+        changed = small.exceptAll(e).unionByName(e.exceptAll(small)).limit(1).count()
         e = small
         if changed == 0:
             break
@@ -354,7 +357,8 @@ def dedup(
     )
     docs = good.join(first, ["key", "pos"], "left_semi").persist(disk)
     errors = bad.unionByName(dup).persist(disk)
-    stats["documents"] = docs.count()
+    c = docs.agg(F.count(F.lit(1)), F.sum("n")).first()
+    stats["documents"], stats["features"] = int(c[0]), int(c[1] or 0)
     stats["errors"] = errors.count()
     lap("read_fingerprint")
 
@@ -394,9 +398,9 @@ def dedup(
             F.greatest("bucket", "j").alias("b_hi"),
         )
     )
-    big = groups.where(F.col("g") > group_cap).agg(F.count(F.lit(1)), F.max("g")).first()
+    big = groups.agg(F.count(F.when(F.col("g") > group_cap, 1)), F.max("g")).first()
     stats["split_groups"] = int(big[0] or 0)
-    stats["largest_group"] = int(groups.agg(F.max("g")).first()[0] or 0)
+    stats["largest_group"] = int(big[1] or 0)
     left = salted.alias("l")
     right = salted.alias("r")
     cand = (
@@ -443,8 +447,8 @@ def dedup(
         .select("cluster_key", "key", "label", F.col("node").alias("pos"))
         .persist(disk)
     )
-    stats["clustered_documents"] = clusters.count()
-    stats["clusters"] = clusters.select("label").distinct().count()
+    c = clusters.agg(F.count(F.lit(1)), F.countDistinct("label")).first()
+    stats["clustered_documents"], stats["clusters"] = int(c[0]), int(c[1])
     lap("components")
     return DedupResult(
         pairs=pairs,

@@ -22,6 +22,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
+if os.environ.get("NDD_SKIP_SPARK") == "1":
+    pytest.skip("NDD_SKIP_SPARK=1", allow_module_level=True)
 pyspark = pytest.importorskip("pyspark", reason="pyspark not installed (NDD_SKIP_SPARK=1?)")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("no Java (pyspark needs Java 17)", allow_module_level=True)
@@ -198,9 +200,10 @@ def test_hot_feature_and_long_document(spark, tmp_path):
     assert _partition(_read_parts(out / "clusters").decode().splitlines()) == _cli_clusters(idx, "0.5")
 
 
-def test_cli_entry_point(corpus, tmp_path):
+def test_cli_entry_point(spark, corpus, tmp_path, capsys):
     """`python -m ndd_index.spark dedup` writes OUT/pairs, OUT/clusters, OUT/summary.json;
-    bad options exit 2 before Spark starts."""
+    bad options exit 2 before Spark starts. (The run itself goes through `main()` in this
+    process, reusing the module's Spark session, which it stops: this test comes last.)"""
     bad = subprocess.run(
         [sys.executable, "-m", "ndd_index.spark", "dedup", "--threshold", "0.8", "--out",
          str(tmp_path / "x"), "--sample", "nonsense", str(corpus[-1])],
@@ -208,16 +211,15 @@ def test_cli_entry_point(corpus, tmp_path):
     )
     assert bad.returncode == 2 and "sampling" in bad.stderr, bad.stderr
     out = tmp_path / "out"
-    p = subprocess.run(
-        [sys.executable, "-m", "ndd_index.spark", "dedup", "--master", "local[2]",
-         "--threshold", "0.7", "--partitions", "2", "--json", "--out", str(out), str(corpus[-1])],
-        capture_output=True, text=True,
-    )
-    assert p.returncode == 0, p.stderr
-    s = json.loads(p.stdout)
+    rc = nspark.main(["dedup", "--master", "local[2]", "--threshold", "0.7", "--partitions", "2",
+                      "--json", "--out", str(out), str(corpus[-1])])
+    assert rc == 0
+    s = json.loads(capsys.readouterr().out)
     assert s["documents"] == 3 and s["errors"] == 2 and s["pairs"] == 1
+    assert s["shuffle_partitions"] == 2
     idx = tmp_path / "idx"
     _run(_bin("NDD_INDEX_BIN", "ndd-index"), "ingest", "--index", idx, corpus[-1])
     assert _read_parts(out / "pairs") == _cli_pairs(idx, "0.7")
     assert json.loads((out / "summary.json").read_text())["pairs"] == 1
     assert _read_parts(out / "clusters").decode().splitlines() == ["j-2\tj-2", "j-2\tj-4"]
+    assert nspark.main(["dedup", "--threshold", "0.7", "--out", str(out), str(corpus[-1])]) == 2
