@@ -212,23 +212,37 @@ fn acquire_lock(dir: &Path) -> Result<File> {
         .truncate(false)
         .open(&path)
         .at(&path)?;
-    match f.try_lock() {
-        Ok(()) => {}
-        Err(fs::TryLockError::WouldBlock) => {
-            let mut holder = String::new();
-            let _ = f.read_to_string(&mut holder);
-            let holder = holder.trim();
-            let holder = if holder.is_empty() {
-                "unknown process".to_owned()
-            } else {
-                holder.to_owned()
-            };
-            return Err(Error::Locked {
-                path: dir.to_owned(),
-                holder,
-            });
+    // The lock is flock(2), held by an open file description. A child this process forks
+    // (for any reason: a test, a helper tool) holds a copy of that description from fork to
+    // exec, close-on-exec or not; a lock we released just before can look held by "us" for
+    // that instant. So when the holder named in the file is this very process, retry for up
+    // to a second (a second writer in one process is still refused, a second later); any other holder is reported at once.
+    let ours = format!("pid {} ", std::process::id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        match f.try_lock() {
+            Ok(()) => break,
+            Err(fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = f.rewind();
+                let _ = f.read_to_string(&mut holder);
+                let holder = holder.trim();
+                if holder.starts_with(&ours) && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    continue;
+                }
+                let holder = if holder.is_empty() {
+                    "unknown process".to_owned()
+                } else {
+                    holder.to_owned()
+                };
+                return Err(Error::Locked {
+                    path: dir.to_owned(),
+                    holder,
+                });
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
         }
-        Err(fs::TryLockError::Error(e)) => return Err(Error::io(&path, e)),
     }
     let me = format!(
         "pid {} ({})",

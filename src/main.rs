@@ -10,7 +10,6 @@ use std::io;
 use std::process::ExitCode;
 
 mod cli;
-mod cli_serve;
 
 use clap::{Parser, Subcommand};
 use ndd_index::Error;
@@ -49,7 +48,7 @@ enum Cmd {
     /// Smallest adaptive sampling ratio per size group reaching a precision target.
     Tune(cli::eval::TuneArgs),
     /// Serve queries and online inserts over HTTP from an index kept open.
-    Serve(cli_serve::ServeArgs),
+    Serve(cli::serve::ServeArgs),
     /// Near-duplicates in TREC runs: per topic, per run and top n, against qrels.
     Runs(cli::runs::RunsArgs),
 }
@@ -68,7 +67,7 @@ fn main() -> ExitCode {
         Cmd::Verify(a) => cli::lifecycle::verify(a),
         Cmd::Eval(a) => cli::eval::run(a),
         Cmd::Tune(a) => cli::eval::tune(a),
-        Cmd::Serve(a) => cli_serve::serve(a),
+        Cmd::Serve(a) => cli::serve::serve(a),
         Cmd::Runs(a) => cli::runs::runs(a),
     };
     match result {

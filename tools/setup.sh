@@ -97,4 +97,4 @@ PY
 fi
 
 # Spark (ndd_index.spark): Java 17 and pyspark in the venv; NDD_SKIP_SPARK=1 skips it.
-. "$(dirname "$0")/setup_spark.sh"
+. tools/setup_spark.sh   # (the cwd is the clone: see the cd above)

@@ -9,6 +9,7 @@ pub mod lifecycle;
 pub mod pairs;
 pub mod query;
 pub mod runs;
+pub mod serve;
 pub mod stats;
 
 use std::io::{self, BufWriter, StdoutLock, Write};

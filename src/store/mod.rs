@@ -56,7 +56,7 @@ pub const META_NEXT_DOC: &[u8] = b"next_doc";
 /// The catalog's format version (format-spec/rocksdb.md, "Version history"): 4 bytes, u32 LE.
 pub const META_FORMAT: &[u8] = b"format";
 /// The catalog format this build writes and the newest it reads.
-pub const CATALOG_FORMAT: u32 = 2;
+pub const CATALOG_FORMAT: u32 = 3;
 
 /// How to open the catalog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -32,3 +32,5 @@ mod method_mega_csim;
 mod method_properties;
 mod pipeline_incremental;
 mod pipeline_max_df;
+mod runs;
+mod serve;

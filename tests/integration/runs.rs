@@ -3,13 +3,11 @@
 //! qrels. Every count of the report is checked against a brute-force exact-Jaccard computation
 //! done here, from the generated words alone (5-word shingles as strings, every pair compared).
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const T_NUM: u64 = 5; // T = 0.5
