@@ -3,7 +3,7 @@
 import datetime
 import pathlib
 import os
-from typing import Any, Iterable, Iterator, Mapping, Union
+from typing import Any, Iterable, Iterator, Mapping, Sequence, Union
 
 from ._errors import (
     ClosedIndexError as ClosedIndexError,
@@ -192,6 +192,16 @@ class Index:
     def compact(self, full: bool = False) -> dict[str, Any]: ...
     def verify(self) -> dict[str, Any]: ...
     def stats(self) -> dict[str, Any]: ...
+    def runs(
+        self,
+        runs: Sequence[str | os.PathLike[str]],
+        *,
+        qrels: str | os.PathLike[str] | None = None,
+        threshold: float | None = None,
+        top: Sequence[int] | None = None,
+        strict: bool = False,
+        dedup_run: str | os.PathLike[str] | None = None,
+    ) -> dict[str, Any]: ...
     def fingerprint(
         self, html: Text, *, format: str | None = None, encoding: str = "utf-8"
     ) -> dict[str, Any]: ...

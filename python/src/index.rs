@@ -1010,6 +1010,43 @@ impl PyIndex {
         ))
     }
 
+    /// Near-duplicates in TREC runs and qrels (`ndd-index runs --json`, the Nikkhoo thesis's
+    /// measures): `topics`, `run_topics`, `table`, `qrels`, `sources`, `unresolved`, as a
+    /// dict. `runs` are TREC run files, `qrels` a judgments file; `threshold` is T (default
+    /// 0.5), `top` the list depths n (default 10, 20, 50, 100, 200, 500). `dedup_run` (a
+    /// folder) also writes each run without its redundant documents. The documents must be
+    /// in the index (their docnos as keys).
+    #[pyo3(signature = (runs, *, qrels=None, threshold=None, top=None, strict=false, dedup_run=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn runs<'py>(
+        &self,
+        py: Python<'py>,
+        runs: Vec<PathBuf>,
+        qrels: Option<PathBuf>,
+        threshold: Option<&Bound<'py, PyAny>>,
+        top: Option<Vec<usize>>,
+        strict: bool,
+        dedup_run: Option<PathBuf>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut req = ndd_index::runs::RunsRequest::new(runs);
+        req.qrels = qrels;
+        if let Some(t) = opt_threshold(threshold, "threshold")? {
+            req.threshold = t;
+        }
+        if let Some(top) = top {
+            req.top = top;
+        }
+        req.strict = strict;
+        let v = self.read(py, move |ix| {
+            let a = ndd_index::runs::analyze(ix, &req)?;
+            if let Some(dir) = &dedup_run {
+                ndd_index::runs::write_dedup_runs(&a, dir)?;
+            }
+            json(&a.report)
+        })?;
+        value_to_py(py, &v)
+    }
+
     /// Documents, batches, clusters, segments and bytes (`ndd-index stats --json`), as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let v = self.read(py, |ix| json(&ix.stats()?))?;

@@ -143,3 +143,44 @@ def test_llvm_slice_equal(llvm_slice, cli, tmp_path):
             (h["key"], h["resemblance"], h["containment"], h["cluster"]) for h in ans["hits"]
         ]
         assert mine[0].key == key
+
+
+def test_runs_equal_to_the_cli(gen_indexes, cli, tmp_path):
+    """`Index.runs` (TREC runs, Nikkhoo's measures) gives the CLI's `runs --json` report, and
+    its dedup_run writes the CLI's files. The runs rank the index's own keys: two topics, two
+    runs, ranked by hand from pairs the index holds, plus one docno it does not hold."""
+    py_idx, _, _, _ = gen_indexes
+    with ndd.Index.open(py_idx, readonly=True) as ix:
+        pairs = [p for p in ix.pairs(0.5)][:12]
+    assert len(pairs) >= 6
+
+    keys = list(dict.fromkeys(k for a, b, _ in pairs for k in (a, b)))  # each once, in order
+    run_a = tmp_path / "a.run"
+    run_b = tmp_path / "b.run"
+    lines_a, lines_b = [], []
+    for topic, part in (("1", keys[: len(keys) // 2]), ("2", keys[len(keys) // 2 :])):
+        for i, k in enumerate(part):
+            lines_a.append(f"{topic} Q0 {k} {i + 1} {100 - i} runA")
+        for i, k in enumerate(reversed(part)):
+            lines_b.append(f"{topic} Q0 {k} {i + 1} {100 - i} runB")
+    lines_b.append("2 Q0 not-in-the-index 99 1 runB")
+    run_a.write_text("\n".join(lines_a) + "\n")
+    run_b.write_text("\n".join(lines_b) + "\n")
+    qrels = tmp_path / "qrels"
+    qrels.write_text("".join(f"1 0 {k} 1\n" for k in keys[:6]))
+    out = run_cli(
+        cli, "runs", "--index", py_idx, "--json", "--top", "5,10", "--threshold", "0.6",
+        "--qrels", qrels, "--dedup-run", tmp_path / "cli-dedup", run_a, run_b,
+    )
+    want = json.loads(out.stdout)
+    with ndd.Index.open(py_idx, readonly=True) as ix:
+        got = ix.runs([run_a, run_b], qrels=qrels, threshold=0.6, top=[5, 10],
+                      dedup_run=tmp_path / "py-dedup")
+    assert got.pop("seconds") >= 0 and want.pop("seconds") >= 0  # timings differ, all else not
+    assert got == want
+    assert got["unresolved"]["count"] == 1
+    assert any(r["redundant"] > 0 for r in got["run_topics"])
+    for f in ("a.run", "b.run"):
+        assert (tmp_path / "py-dedup" / f).read_text() == (tmp_path / "cli-dedup" / f).read_text()
+    with ndd.Index.open(py_idx, readonly=True) as ix, pytest.raises(ndd.Error, match="missing.run"):
+        ix.runs([tmp_path / "missing.run"])
