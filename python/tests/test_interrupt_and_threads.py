@@ -70,8 +70,11 @@ def test_query_many_from_threads(tmp_path):
 
 
 SCRIPT = r"""
-import sys, ndd_index
+import signal, sys, ndd_index
 from test_interrupt_and_threads import docs
+# A process started from a background job inherits SIGINT ignored (POSIX shells do that without
+# job control), and Python then keeps it ignored: restore Ctrl-C's usual meaning.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 ix = ndd_index.Index.open(sys.argv[1])
 batch = docs(int(sys.argv[2]), prefix="big")
 print("start", flush=True)
