@@ -25,10 +25,11 @@ use crate::fingerprint::fingerprint;
 use crate::index::Index;
 use crate::input::{read_source, InputItem, InputOptions, Source};
 use crate::method::writer::{extras as method_extras, MethodWriter};
-use crate::pipeline::ingest::{BatchRecord, DocReport, DocStatus, NearDup};
+use crate::pipeline::ingest::{DocReport, DocStatus, NearDup};
 use crate::pipeline::pairs::{collect_pairs, PairsConfig};
 use crate::pipeline::publish;
 use crate::store::delta::DeltaDoc;
+use crate::store::records::BatchRecord;
 use crate::store::DocRecord;
 
 use super::fold::{write_temp_delta_segment, FoldSummary};

@@ -21,8 +21,8 @@ use serde::Serialize;
 use crate::cluster;
 use crate::error::{Error, Result};
 use crate::index::Index;
-use crate::pipeline::ingest::BatchRecord;
 use crate::query::{Matcher, Scratch};
+use crate::store::records::BatchRecord;
 use crate::store::{Catalog, CatalogBatch};
 use crate::view::View;
 

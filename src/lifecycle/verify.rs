@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::index::{CATALOG_DIR, SEGMENTS_DIR};
-use crate::pipeline::ingest::BatchRecord;
 use crate::segment::{self, Segment};
+use crate::store::records::BatchRecord;
 use crate::store::records::{decode_u32, parse_doc_key};
 use crate::store::{
     Access, Catalog, DocRecord, Manifest, CF_CLUSTERS, CF_DIGESTS, CF_KEYS, META_OPTIONS,

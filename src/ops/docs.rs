@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::index::Index;
-use crate::pipeline::ingest::BatchRecord;
+use crate::store::records::BatchRecord;
 
 /// What the index knows of one live document.
 #[derive(Clone, Debug, PartialEq, Serialize)]

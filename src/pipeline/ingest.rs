@@ -152,19 +152,8 @@ pub enum Progress {
     Stage(&'static str),
 }
 
-/// The record of a batch kept in the catalog (`batches/id/N`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BatchRecord {
-    pub name: String,
-    pub created_unix: u64,
-    pub doc_lo: u32,
-    pub doc_hi: u32,
-    pub added: u64,
-    pub replaced: u64,
-    pub unchanged: u64,
-    pub errors: u64,
-    pub segment: Option<String>,
-}
+/// The catalog record of a batch (defined with the other catalog values in `store`).
+pub use crate::store::records::BatchRecord;
 
 /// A document after the parallel stage.
 enum Prepared {

@@ -238,3 +238,17 @@ mod tests {
         assert!(decode_u32("x", &[1]).is_err());
     }
 }
+
+/// The record of a batch kept in the catalog (`batches/id/N`, JSON; format-spec/rocksdb.md).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct BatchRecord {
+    pub name: String,
+    pub created_unix: u64,
+    pub doc_lo: u32,
+    pub doc_hi: u32,
+    pub added: u64,
+    pub replaced: u64,
+    pub unchanged: u64,
+    pub errors: u64,
+    pub segment: Option<String>,
+}
