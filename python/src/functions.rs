@@ -92,11 +92,8 @@ pub fn fingerprint<'py>(
         size_groups,
         ..CreateSpec::default()
     };
-    let c = spec.resolve().map_err(|e| option_err(py, e.to_string()))?;
-    let d = FingerprintOptions::default();
-    let opts = FingerprintOptions {
-        shingle: c.shingle.unwrap_or(d.shingle),
-        sample: c.sample.unwrap_or(d.sample),
-    };
+    let opts = spec
+        .fingerprint_options()
+        .map_err(|e| option_err(py, e.to_string()))?;
     fingerprint_with(py, html, opts, format, encoding)
 }

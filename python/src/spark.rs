@@ -86,12 +86,9 @@ impl SparkPlan {
             size_groups,
             ..CreateSpec::default()
         };
-        let c = spec.resolve().map_err(|e| option_err(py, e.to_string()))?;
-        let d = FingerprintOptions::default();
-        let fp = FingerprintOptions {
-            shingle: c.shingle.unwrap_or(d.shingle),
-            sample: c.sample.unwrap_or(d.sample),
-        };
+        let fp = spec
+            .fingerprint_options()
+            .map_err(|e| option_err(py, e.to_string()))?;
         Ok(SparkPlan {
             sample: fp.sample,
             fp,

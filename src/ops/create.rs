@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::fingerprint::adaptive::{with_groups, SizeGroups};
-use crate::fingerprint::{Sample, ShingleKind};
+use crate::fingerprint::{FingerprintOptions, Sample, ShingleKind};
 use crate::method::{ImatchFilter, MethodArgs, SimhashWeight};
 use crate::options::CreateOptions;
 use crate::threshold::Threshold;
@@ -83,6 +83,17 @@ impl CreateSpec {
             }
             .resolve()?,
             max_df: self.max_df,
+        })
+    }
+
+    /// The fingerprint options these values give, the library's defaults for the rest: for
+    /// fingerprints computed outside an index (Python's `fingerprint`, the Spark job).
+    pub fn fingerprint_options(&self) -> Result<FingerprintOptions> {
+        let c = self.resolve()?;
+        let d = FingerprintOptions::default();
+        Ok(FingerprintOptions {
+            shingle: c.shingle.unwrap_or(d.shingle),
+            sample: c.sample.unwrap_or(d.sample),
         })
     }
 }
