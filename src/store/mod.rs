@@ -7,6 +7,8 @@
 pub mod delta;
 pub mod manifest;
 pub mod records;
+#[cfg(test)]
+mod spec_tests;
 
 use std::path::{Path, PathBuf};
 
