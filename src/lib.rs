@@ -8,6 +8,8 @@
 //! pair and [`Index::clusters`] lists duplicate clusters; [`ops`] holds these whole operations
 //! that every front end (CLI, Python, server) calls. See ARCHITECTURE.md for the whole path.
 
+#[cfg(feature = "rocksdb")]
+pub mod batch;
 pub mod canonicalize;
 #[cfg(feature = "rocksdb")]
 pub mod cluster;

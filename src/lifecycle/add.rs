@@ -18,6 +18,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::batch::publish;
+use crate::batch::report::{DocReport, DocStatus, NearDup};
 use crate::canonicalize::canonicalize;
 use crate::cluster;
 use crate::error::{Error, Result};
@@ -25,9 +27,7 @@ use crate::fingerprint::fingerprint;
 use crate::index::Index;
 use crate::input::{read_source, InputItem, InputOptions, Source};
 use crate::method::writer::{extras as method_extras, MethodWriter};
-use crate::pipeline::ingest::{DocReport, DocStatus, NearDup};
 use crate::pipeline::pairs::{collect_pairs, PairsConfig};
-use crate::pipeline::publish;
 use crate::store::delta::DeltaDoc;
 use crate::store::records::BatchRecord;
 use crate::store::DocRecord;

@@ -33,7 +33,7 @@ use crate::segment::{self, Seeker};
 use crate::sort::{DocPair, ExternalSorter, KeyDoc, Record, SortOptions};
 use crate::view::View;
 
-use super::pairs::{Pair, PairsConfig, PairsStats};
+use super::plan::{Pair, PairsConfig, PairsStats};
 
 /// Probing documents handled per parallel step of phase 1.
 const PROBE_BLOCK: u32 = 4096;

@@ -4,7 +4,7 @@
 pub mod ingest;
 pub mod join;
 pub mod pairs;
-pub(crate) mod publish;
+pub mod plan;
 pub mod spool;
 
 pub use ingest::{DocReport, DocStatus, IngestOptions, IngestSummary, NearDup, Progress};

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 use crate::error::Result;
 use crate::store::{Catalog, CatalogBatch, DocRecord, Manifest, META_MANIFEST};
 
-use super::ingest::BatchRecord;
-use super::pairs::Pair;
+use crate::pipeline::plan::Pair;
+use crate::store::records::BatchRecord;
 
 /// Stages the catalog records of the new documents `(doc id, record)`, with a digest entry for
 /// the first document of the batch carrying each digest (`batch_digests`) when no older one
