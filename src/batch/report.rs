@@ -44,3 +44,39 @@ pub struct DocReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cluster: Option<u32>,
 }
+
+/// What a published batch knows about its new documents, to fill in their reports: each new
+/// document's older exact duplicate (`exact_of`), best near-duplicate (`best`, from
+/// [`super::publish::best_partners`]) and cluster (`clusters`; absent = its own).
+pub(crate) struct Outcome<'a> {
+    pub exact_of: &'a std::collections::HashMap<u32, u32>,
+    pub best: &'a std::collections::HashMap<u32, (u32, f64)>,
+    pub clusters: &'a std::collections::HashMap<u32, u32>,
+}
+
+impl Outcome<'_> {
+    /// Completes the report of a new or replacing document (others pass unchanged);
+    /// `key_of` names a doc id.
+    pub(crate) fn finish(
+        &self,
+        r: &mut DocReport,
+        key_of: &dyn Fn(u32) -> crate::error::Result<String>,
+    ) -> crate::error::Result<()> {
+        let Some(doc) = r.doc else { return Ok(()) };
+        if !matches!(r.status, DocStatus::New | DocStatus::Replaced) {
+            return Ok(());
+        }
+        if let Some(&e) = self.exact_of.get(&doc) {
+            r.exact_duplicate_of = Some(key_of(e)?);
+        }
+        if let Some(&(y, res)) = self.best.get(&doc) {
+            r.near_duplicate = Some(NearDup {
+                key: key_of(y)?,
+                doc: y,
+                resemblance: res,
+            });
+        }
+        r.cluster = Some(self.clusters.get(&doc).copied().unwrap_or(doc));
+        Ok(())
+    }
+}

@@ -19,7 +19,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::batch::publish;
-use crate::batch::report::{DocReport, DocStatus, NearDup};
+use crate::batch::report::{DocReport, DocStatus};
 use crate::canonicalize::canonicalize;
 use crate::cluster;
 use crate::error::{Error, Result};
@@ -319,23 +319,13 @@ impl Index {
                 Ok(self.catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
             }
         };
+        let outcome = crate::batch::report::Outcome {
+            exact_of: &exact_of,
+            best: &best,
+            clusters: &clusters,
+        };
         for mut r in reports {
-            if let (Some(doc), true) = (
-                r.doc,
-                matches!(r.status, DocStatus::New | DocStatus::Replaced),
-            ) {
-                if let Some(&e) = exact_of.get(&doc) {
-                    r.exact_duplicate_of = Some(key_of(e)?);
-                }
-                if let Some(&(y, res)) = best.get(&doc) {
-                    r.near_duplicate = Some(NearDup {
-                        key: key_of(y)?,
-                        doc: y,
-                        resemblance: res,
-                    });
-                }
-                r.cluster = Some(clusters.get(&doc).copied().unwrap_or(doc));
-            }
+            outcome.finish(&mut r, &key_of)?;
             report(&r)?;
         }
 

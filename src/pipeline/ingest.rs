@@ -556,23 +556,13 @@ impl Index {
                 Ok(self.catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
             }
         };
+        let outcome = crate::batch::report::Outcome {
+            exact_of: &exact_of,
+            best: &best,
+            clusters: &clusters,
+        };
         reports.drain(|mut r| {
-            if let (Some(doc), true) = (
-                r.doc,
-                r.status == DocStatus::New || r.status == DocStatus::Replaced,
-            ) {
-                if let Some(&e) = exact_of.get(&doc) {
-                    r.exact_duplicate_of = Some(key_of(e)?);
-                }
-                if let Some(&(y, res)) = best.get(&doc) {
-                    r.near_duplicate = Some(NearDup {
-                        key: key_of(y)?,
-                        doc: y,
-                        resemblance: res,
-                    });
-                }
-                r.cluster = Some(clusters.get(&doc).copied().unwrap_or(doc));
-            }
+            outcome.finish(&mut r, &key_of)?;
             report(&r)
         })?;
         let secs = started.elapsed().as_secs_f64();
