@@ -667,13 +667,7 @@ impl PyIndex {
     ) -> PyResult<Vec<PyMatch>> {
         let name = name.unwrap_or_else(|| "<query>".to_owned());
         let bytes = doc_bytes(html, sniff_of(py, encoding)?, &|| format!("query {name:?}"))?;
-        let req = QueryRequest {
-            method: method_of(py, method)?,
-            threshold: opt_threshold(threshold, "threshold")?,
-            top,
-            max_df,
-            format: format_of(py, format)?,
-        };
+        let req = query_request(py, threshold, top, method, max_df, format)?;
         self.read(py, move |ix| {
             let r = ix.query(&name, &bytes, &req)?;
             Ok(matches(ix, r)?)
@@ -719,13 +713,7 @@ impl PyIndex {
             let bytes = doc_bytes(&h, sniff, &|| format!("query #{i} ({name:?})"))?;
             docs.push((name, bytes));
         }
-        let req = QueryRequest {
-            method: method_of(py, method)?,
-            threshold: opt_threshold(threshold, "threshold")?,
-            top,
-            max_df,
-            format: format_of(py, format)?,
-        };
+        let req = query_request(py, threshold, top, method, max_df, format)?;
         let mut out = Vec::with_capacity(docs.len());
         for chunk in docs.chunks(QUERY_CHUNK) {
             let answers = self.read(py, |ix| {
@@ -1072,4 +1060,22 @@ impl PyIndex {
         let v = self.write(py, move |ix| json(&ix.delete(&sel)?))?;
         value_to_py(py, &v)
     }
+}
+
+/// The request of `query` and `query_many` from their keyword arguments.
+fn query_request(
+    py: Python<'_>,
+    threshold: Option<&Bound<'_, PyAny>>,
+    top: usize,
+    method: &str,
+    max_df: Option<u32>,
+    format: Option<&str>,
+) -> PyResult<QueryRequest> {
+    Ok(QueryRequest {
+        method: method_of(py, method)?,
+        threshold: opt_threshold(threshold, "threshold")?,
+        top,
+        max_df,
+        format: format_of(py, format)?,
+    })
 }
