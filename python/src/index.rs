@@ -283,7 +283,7 @@ impl PyIndex {
     #[pyo3(signature = (path, *, shingle_words=None, shingle_chars=None, sample=None,
         size_groups=None, cluster_threshold=None, methods=None, simhash_k=None,
         simhash_blocks=None, minhash=None, supershingle=None, b_agree=None, imatch_filter=None,
-        simhash_weight=None, max_df=None, imatch_lexicon=None, exist_ok=false))]
+        simhash_weight=None, max_df=None, imatch_lexicon=None, site=None, exist_ok=false))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -303,6 +303,7 @@ impl PyIndex {
         simhash_weight: Option<String>,
         max_df: Option<u32>,
         imatch_lexicon: Option<PathBuf>,
+        site: Option<String>,
         exist_ok: bool,
     ) -> PyResult<PyIndex> {
         let cluster_threshold = match cluster_threshold.filter(|o| !o.is_none()) {
@@ -339,6 +340,7 @@ impl PyIndex {
             imatch_filter,
             simhash_weight,
             max_df,
+            site,
         };
         let create = spec.resolve().map_err(|e| option_err(py, e.to_string()))?;
         if let Some(p) = &imatch_lexicon {
@@ -768,6 +770,7 @@ impl PyIndex {
                 _ => None,
             },
             matching: matching_of(py, matching)?,
+            sites: false,
         };
         let stored = self.read(py, |ix| Ok(ix.options().cluster_threshold()?))?;
         if method == Method::Shingle && req.threshold.is_none() {
