@@ -20,8 +20,9 @@ OPTIONS:
   --sites K                 sites, each with its own boilerplate [20]
   --nav-words W             boilerplate words of every site (header, nav, footer;
                             >= 12) [30-80, drawn per site]
-  --cross-site F            fraction of variants put on another site than their
-                            original (mirrors: other host, other boilerplate) [0]
+  --cross-site F            fraction of variants published on another site than
+                            their original (mirrors: the original's page and
+                            boilerplate under another host) [0]
   --dup-fraction F          fraction of documents that are planted variants [0.3]
   --cluster-size MAX        max documents per cluster, original included (>= 2) [8]
   --edit-rate R             per-word edit probability of a variant (R/3 each: delete,

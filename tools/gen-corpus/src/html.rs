@@ -119,7 +119,7 @@ impl Renderer<'_> {
     /// Appends the HTML page of `doc` with body `words` (vocabulary ranks) to `out`.
     pub fn render(&self, doc: u32, words: &[u32], out: &mut String) {
         let mut rng = Rng::stream(self.seed, tag::MARKUP, doc as u64);
-        let site = &self.sites[self.plan.site(doc) as usize];
+        let site = &self.sites[self.plan.home_site(doc) as usize];
         let page = self.plan.page_number(doc);
         let heading_len = (rng.range(3, 8) as usize).min(words.len());
         let (heading, body) = words.split_at(heading_len);

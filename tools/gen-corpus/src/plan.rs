@@ -145,10 +145,17 @@ impl Plan {
     }
 
     /// A document's site: its original's, so a cluster shares boilerplate.
-    /// The site of `doc`: its original's, or (a `--cross-site` variant) another one.
+    /// The site whose boilerplate `doc` carries: its cluster original's. A `--cross-site`
+    /// variant is a mirror: the original's page, boilerplate included, on another host.
+    pub fn home_site(&self, doc: u32) -> u32 {
+        Rng::stream(self.seed, tag::SITE_OF, self.original(doc) as u64).below(self.sites as u64)
+            as u32
+    }
+
+    /// The site `doc` is published on (its key's host or directory): its home site, or for a
+    /// `--cross-site` variant another one.
     pub fn site(&self, doc: u32) -> u32 {
-        let own = Rng::stream(self.seed, tag::SITE_OF, self.original(doc) as u64)
-            .below(self.sites as u64) as u32;
+        let own = self.home_site(doc);
         if self.cross_site > 0.0 && self.sites > 1 && self.original(doc) != doc {
             let mut r = Rng::stream(self.seed, tag::CROSS_SITE, doc as u64);
             if r.chance(self.cross_site) {
