@@ -38,6 +38,8 @@ pub mod runs;
 pub mod segment;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "rocksdb")]
+pub mod sites;
 pub mod sort;
 #[cfg(feature = "rocksdb")]
 pub mod stats;

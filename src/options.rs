@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{FingerprintOptions, Sample, ShingleKind};
+use crate::input::site::SiteRule;
 use crate::method::MethodOptions;
 use crate::threshold::Threshold;
 
@@ -36,6 +37,11 @@ pub struct IndexOptions {
     /// existed read as "no limit".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_df: Option<u32>,
+    /// The site rule for documents with neither a URL nor a URL key (`--site path:N`,
+    /// `input::site`). Written for every new index; records written before it existed read
+    /// as `path:1`, the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<String>,
 }
 
 impl Default for IndexOptions {
@@ -47,6 +53,7 @@ impl Default for IndexOptions {
             cluster_threshold: DEFAULT_CLUSTER_THRESHOLD.into(),
             methods: MethodOptions::default(),
             max_df: None,
+            site: None,
         }
     }
 }
@@ -60,6 +67,8 @@ pub struct CreateOptions {
     /// Method data to store; `None`: [`MethodOptions::new_index_default`].
     pub methods: Option<MethodOptions>,
     pub max_df: Option<u32>,
+    /// Site rule; `None`: [`crate::input::site::DEFAULT_SITE_RULE`].
+    pub site: Option<SiteRule>,
 }
 
 impl IndexOptions {
@@ -80,6 +89,7 @@ impl IndexOptions {
             .clone()
             .unwrap_or_else(MethodOptions::new_index_default);
         o.max_df = c.max_df;
+        o.site = Some(c.site.unwrap_or_default().to_string());
         o
     }
 
@@ -126,7 +136,24 @@ impl IndexOptions {
                 return Err(conflict("--max-df", stored, n.to_string()));
             }
         }
+        if let Some(r) = c.site {
+            if r != self.site_rule()? {
+                return Err(conflict(
+                    "--site",
+                    self.site_rule()?.to_string(),
+                    r.to_string(),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The site rule (`path:1` when the record has none).
+    pub fn site_rule(&self) -> Result<SiteRule> {
+        match &self.site {
+            None => Ok(SiteRule::default()),
+            Some(s) => s.parse().map_err(|e| corrupt("site", e)),
+        }
     }
 
     pub fn shingle(&self) -> Result<ShingleKind> {

@@ -191,6 +191,49 @@ def henzinger(d, truth, manifest, cs):
     print()
 
 
+def henzinger_sites(title, path):
+    """Same-site and different-site P/R of every method, and the split-half protocol."""
+    ev = load(path)
+    t = ev["rows"][0]["threshold"]
+    print(f"**{title}: same-site and different-site pairs** (every method's found pairs "
+          "split by site; positives of each kind)")
+    print()
+    rows = []
+    for r in rows_of(ev, t=t):
+        s, d = r["same_site"], r["different_site"]
+        rows.append([r["method"], n(s["found"]), n(s["true_positives"]), f3(s["precision"]),
+                     f3(s["recall"]), n(d["found"]), n(d["true_positives"]),
+                     f3(d["precision"]), f3(d["recall"])])
+    r0 = rows_of(ev, t=t)[0]
+    print(f"Positives: {n(r0['same_site']['positives'])} same-site, "
+          f"{n(r0['different_site']['positives'])} different-site.")
+    print()
+    table(["method", "same: pairs", "same: true", "same: P", "same: R", "diff: pairs",
+           "diff: true", "diff: P", "diff: R"], rows)
+    for h in ev.get("henzinger_split", []):
+        print(f"**{title}: Henzinger's split-half protocol** (C thresholds chosen by best F1 "
+              f"on the training half: C >= {h['c_agree_bits']}/384 across sites, combined "
+              f"with C >= {h['combined_agree_bits']}/384 within; scored on the test half)")
+        print()
+        rows = []
+        for half, part, x in [("train", "same site (combined)", h["train_same_site"]),
+                              ("train", "different sites (C)", h["train_different_site"]),
+                              ("test", "same site (combined)", h["test_same_site"]),
+                              ("test", "different sites (C)", h["test_different_site"]),
+                              ("test", "all", h["test"])]:
+            rows.append([half, part, n(x["found"]), n(x["positives"]), n(x["true_positives"]),
+                         f3(x["precision"]), f3(x["recall"])])
+        table(["half", "part", "found", "positives", "true", "P", "R"], rows)
+        print("Training curve (every 4th threshold):")
+        print()
+        rows = []
+        for c in h["curve"][::4]:
+            s, d = c["same_site"], c["different_site"]
+            rows.append([c["agree_bits"], f3(s["precision"]), f3(s["recall"]),
+                         f3(d["precision"]), f3(d["recall"])])
+        table(["C >= bits/384", "combined same-site P", "R", "C different-site P", "R"], rows)
+
+
 def imatch(d, rates):
     print("**Table 5. I-Match protocol** (ndd-gen --imatch-protocol 10,10 --docs 300: 10 "
           "originals x 10 variants at the edit rate, 300 singleton background documents; "
@@ -309,6 +352,8 @@ if __name__ == "__main__":
         simhash_k(args[0], args[1:])
     elif cmd == "henzinger":
         henzinger(args[0], args[1], args[2], args[3:])
+    elif cmd == "henzinger-sites":
+        henzinger_sites(args[0], args[1])
     elif cmd == "imatch":
         imatch(args[0], args[1:])
     elif cmd == "imatch-filters":

@@ -31,7 +31,7 @@ use crate::convert::{
     self, doc_bytes, doc_key, format_of, path_of, size, sniff_of, type_name, value_to_py,
 };
 use crate::errors::{invalid, option_err, raise, to_py, Attr, Fail};
-use crate::results::{Msg, PyMatch, PyPairs, PyReport};
+use crate::results::{Msg, PairRow, PyMatch, PyPairs, PyReport};
 use crate::signals::{Interrupted, Watch};
 
 /// How many queries `query_many` runs between two checks for Ctrl-C.
@@ -277,13 +277,14 @@ impl PyIndex {
     /// Creates a new index at `path` with the given creation options (the CLI's `ingest`
     /// creation flags, by keyword) and opens it for writing. Options left at None take the
     /// defaults: shingle_words=5, sample="all", cluster_threshold=0.8, methods="simhash", no
-    /// max_df. Raises IndexExistsError if there is an index at `path` already, unless
+    /// max_df, site="path:1" (the site of documents without a URL: the first N directories of
+    /// the key, `path:N`). Raises IndexExistsError if there is an index at `path` already, unless
     /// `exist_ok=True` (then the given options must agree with the stored ones: OptionError).
     #[staticmethod]
     #[pyo3(signature = (path, *, shingle_words=None, shingle_chars=None, sample=None,
         size_groups=None, cluster_threshold=None, methods=None, simhash_k=None,
         simhash_blocks=None, minhash=None, supershingle=None, b_agree=None, imatch_filter=None,
-        simhash_weight=None, max_df=None, imatch_lexicon=None, exist_ok=false))]
+        simhash_weight=None, max_df=None, imatch_lexicon=None, site=None, exist_ok=false))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -303,6 +304,7 @@ impl PyIndex {
         simhash_weight: Option<String>,
         max_df: Option<u32>,
         imatch_lexicon: Option<PathBuf>,
+        site: Option<String>,
         exist_ok: bool,
     ) -> PyResult<PyIndex> {
         let cluster_threshold = match cluster_threshold.filter(|o| !o.is_none()) {
@@ -339,6 +341,7 @@ impl PyIndex {
             imatch_filter,
             simhash_weight,
             max_df,
+            site,
         };
         let create = spec.resolve().map_err(|e| option_err(py, e.to_string()))?;
         if let Some(p) = &imatch_lexicon {
@@ -734,9 +737,11 @@ impl PyIndex {
     /// with key_a <= key_b. Returns a Pairs stream (`.to_arrow()`, `.to_list()`, `.stats`).
     /// `method` as for query; `max_df` (None: the index's, 0: none), `mem` (the sorts' or
     /// the pair buffer's budget, e.g. "512MiB") and `matching` ("auto", "join", "probe")
-    /// as `ndd-index pairs`.
+    /// as `ndd-index pairs`. `sites=True`: each pair gets a 4th member, same_site (both
+    /// documents on one site: URL host, or the index's `site` rule on the key), and
+    /// `.to_arrow()` a `same_site` column.
     #[pyo3(signature = (threshold=None, *, method="shingle", max_df=None, mem=None,
-        matching="auto"))]
+        matching="auto", sites=false))]
     fn pairs(
         &self,
         py: Python<'_>,
@@ -745,6 +750,7 @@ impl PyIndex {
         max_df: Option<u32>,
         mem: Option<&Bound<'_, PyAny>>,
         matching: &str,
+        sites: bool,
     ) -> PyResult<PyPairs> {
         let method = method_of(py, method)?;
         let mut req = PairsRequest {
@@ -756,6 +762,7 @@ impl PyIndex {
                 _ => None,
             },
             matching: matching_of(py, matching)?,
+            sites,
         };
         let stored = self.read(py, |ix| Ok(ix.options().cluster_threshold()?))?;
         if method == Method::Shingle && req.threshold.is_none() {
@@ -766,11 +773,11 @@ impl PyIndex {
         std::thread::Builder::new()
             .name("ndd-pairs".into())
             .spawn(move || {
-                let mut block: Vec<(String, String, f64)> = Vec::with_capacity(PAIRS_BLOCK);
+                let mut block: Vec<PairRow> = Vec::with_capacity(PAIRS_BLOCK);
                 let gone = || Error::InvalidArgument("the Pairs stream was dropped".into());
                 let ran = Index::open(&path).and_then(|ix| {
                     let stats = ix.pairs(&req, |p| {
-                        block.push((p.key_a.clone(), p.key_b.clone(), p.resemblance));
+                        block.push((p.key_a.clone(), p.key_b.clone(), p.resemblance, p.same_site));
                         if block.len() >= PAIRS_BLOCK {
                             tx.send(Msg::Pairs(std::mem::take(&mut block)))
                                 .map_err(|_| gone())?;

@@ -184,16 +184,27 @@ impl ReportIter {
     }
 }
 
+/// One pair as the thread sends it: key_a, key_b, resemblance, and whether both documents are
+/// on the same site when the caller asked (`pairs(sites=True)`).
+pub type PairRow = (String, String, f64, Option<bool>);
+
+fn row_to_py(py: Python<'_>, (a, b, r, s): PairRow) -> PyResult<Bound<'_, PyAny>> {
+    Ok(match s {
+        None => (a, b, r).into_pyobject(py)?.into_any(),
+        Some(s) => (a, b, r, s).into_pyobject(py)?.into_any(),
+    })
+}
+
 /// What the thread computing pairs sends.
 pub enum Msg {
-    Pairs(Vec<(String, String, f64)>),
+    Pairs(Vec<PairRow>),
     Done(Option<Value>),
     Failed(Error),
 }
 
 struct PairsState {
     rx: Option<Receiver<Msg>>,
-    buf: VecDeque<(String, String, f64)>,
+    buf: VecDeque<PairRow>,
     done: bool,
     stats: Option<Value>,
 }
@@ -227,7 +238,7 @@ impl PyPairs {
     }
 
     /// The next buffered pair, waiting (without the GIL, Ctrl-C honoured) for the next block.
-    fn next_pair(&self, py: Python<'_>) -> PyResult<Option<(String, String, f64)>> {
+    fn next_pair(&self, py: Python<'_>) -> PyResult<Option<PairRow>> {
         loop {
             let rx = {
                 let mut st = self.lock()?;
@@ -286,33 +297,37 @@ impl PyPairs {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<(String, String, f64)>> {
-        self.next_pair(py)
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.next_pair(py)?.map(|p| row_to_py(py, p)).transpose()
     }
 
-    /// The remaining pairs as a list of (key_a, key_b, resemblance).
-    fn to_list(&self, py: Python<'_>) -> PyResult<Vec<(String, String, f64)>> {
+    /// The remaining pairs as a list of (key_a, key_b, resemblance) tuples, with same_site
+    /// as a 4th member when the stream was asked for sites.
+    fn to_list<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let mut out = Vec::new();
         while let Some(p) = self.next_pair(py)? {
-            out.push(p);
+            out.push(row_to_py(py, p)?);
         }
         Ok(out)
     }
 
     /// The remaining pairs as a pyarrow Table with columns key_a (string), key_b (string) and
-    /// resemblance (float64). Needs pyarrow (`pip install pyarrow`).
+    /// resemblance (float64), and same_site (bool) when the stream was asked for sites. Needs
+    /// pyarrow (`pip install pyarrow`).
     fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let pa = py.import("pyarrow").map_err(|e| {
             PyImportError::new_err(format!(
                 "Pairs.to_arrow() needs pyarrow (pip install pyarrow): {e}"
             ))
         })?;
-        let (mut a, mut b, mut r) = (Vec::new(), Vec::new(), Vec::new());
-        while let Some((x, y, z)) = self.next_pair(py)? {
+        let (mut a, mut b, mut r, mut s) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        while let Some((x, y, z, w)) = self.next_pair(py)? {
             a.push(x);
             b.push(y);
             r.push(z);
+            s.extend(w);
         }
+        let with_sites = !s.is_empty() && s.len() == r.len();
         let cols = PyDict::new(py);
         cols.set_item(
             "key_a",
@@ -326,6 +341,12 @@ impl PyPairs {
             "resemblance",
             pa.call_method1("array", (r, pa.call_method0("float64")?))?,
         )?;
+        if with_sites {
+            cols.set_item(
+                "same_site",
+                pa.call_method1("array", (s, pa.call_method0("bool_")?))?,
+            )?;
+        }
         pa.call_method1("table", (cols,))
     }
 

@@ -93,6 +93,18 @@ def test_pairs_to_arrow(idx):
     assert t.to_pylist() == [{"key_a": "a", "key_b": "b", "resemblance": pytest.approx(R_AB)}]
 
 
+def test_pairs_with_sites(tmp_path):
+    # Keys are paths: with site="path:1" s1/* share a site, s2/a is on another.
+    docs = [("s1/a", A), ("s1/b", B), ("s2/a", A)]
+    with ndd.Index.create(tmp_path / "i", site="path:1") as ix:
+        ix.ingest(docs, batch="day-1")
+        got = {(a, b): s for a, b, _, s in ix.pairs(0.8, sites=True)}
+        assert got == {("s1/a", "s1/b"): True, ("s1/a", "s2/a"): False, ("s1/b", "s2/a"): False}
+        assert all(len(p) == 3 for p in ix.pairs(0.8))  # without sites: as before
+    with pytest.raises(ndd.OptionError):
+        ndd.Index.create(tmp_path / "j", site="path:0")
+
+
 def test_query(idx):
     hits = idx.query(A)
     assert [h.key for h in hits] == ["a", "b"]

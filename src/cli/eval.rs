@@ -44,6 +44,15 @@ pub fn run(a: EvalArgs) -> Result<(), Error> {
         eprintln!("warning: {w}");
     }
     let (rows, skipped) = eval::evaluate(&index, &truth, &methods, &a.thresholds)?;
+    // Henzinger's protocol: the C thresholds chosen on one half of the pairs, tested on the
+    // other (only when henzinger is evaluated and the index stores its data).
+    let split = if methods.contains(&Method::Henzinger)
+        && !skipped.iter().any(|(m, _)| *m == Method::Henzinger)
+    {
+        eval::sites::henzinger_split(&index, &truth, &a.thresholds)?
+    } else {
+        Vec::new()
+    };
     let mut out = io::stdout().lock();
     if a.ix.json {
         let skipped: Vec<_> = skipped
@@ -51,6 +60,9 @@ pub fn run(a: EvalArgs) -> Result<(), Error> {
             .map(|(m, why)| serde_json::json!({"method": m, "reason": why}))
             .collect();
         let mut v = serde_json::json!({"rows": rows, "skipped": skipped});
+        if !split.is_empty() {
+            v["henzinger_split"] = serde_json::json!(split);
+        }
         if let Some(w) = warning {
             v["warning"] = serde_json::json!(w);
         }
@@ -87,6 +99,63 @@ pub fn run(a: EvalArgs) -> Result<(), Error> {
         writeln!(out, "# {m} skipped: {why}").map_err(out_err)?;
     }
     print_size_groups(&mut out, &rows)?;
+    print_sites(&mut out, &rows, &split)?;
+    Ok(())
+}
+
+/// The same-site / different-site table of the rows, and Henzinger's split-half protocol.
+fn print_sites(
+    out: &mut impl Write,
+    rows: &[EvalRow],
+    split: &[eval::HenzingerSplit],
+) -> Result<(), Error> {
+    writeln!(
+        out,
+        "# by site (same: both documents on one site)\nmethod\tT\tsame_found\tsame_pos\tsame_tp\tsame_P\tsame_R\tdiff_found\tdiff_pos\tdiff_tp\tdiff_P\tdiff_R"
+    )
+    .map_err(out_err)?;
+    for r in rows {
+        let (s, d) = (&r.same_site, &r.different_site);
+        writeln!(
+            out,
+            "{}\t{}\t{}\t{}\t{}\t{:.4}\t{:.4}\t{}\t{}\t{}\t{:.4}\t{:.4}",
+            r.method,
+            r.threshold,
+            s.found,
+            s.positives,
+            s.true_positives,
+            s.precision,
+            s.recall,
+            d.found,
+            d.positives,
+            d.true_positives,
+            d.precision,
+            d.recall
+        )
+        .map_err(out_err)?;
+    }
+    for h in split {
+        writeln!(
+            out,
+            "# henzinger split-half at T={}: C >= {}/384 across sites, combined C >= {}/384 within (max F1 on the training half)\nhalf\tpart\tfound\tpositives\ttp\tP\tR",
+            h.threshold, h.c_agree_bits, h.combined_agree_bits
+        )
+        .map_err(out_err)?;
+        for (half, part, s) in [
+            ("train", "same_site", &h.train_same_site),
+            ("train", "different_site", &h.train_different_site),
+            ("test", "same_site", &h.test_same_site),
+            ("test", "different_site", &h.test_different_site),
+            ("test", "all", &h.test),
+        ] {
+            writeln!(
+                out,
+                "{half}\t{part}\t{}\t{}\t{}\t{:.4}\t{:.4}",
+                s.found, s.positives, s.true_positives, s.precision, s.recall
+            )
+            .map_err(out_err)?;
+        }
+    }
     Ok(())
 }
 

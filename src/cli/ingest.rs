@@ -46,6 +46,11 @@ pub struct IngestArgs {
     /// candidates (they still count in resemblance). Default: no limit.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_df: Option<u32>,
+    /// Creation option: the site of a document whose URL and key give none (files): `path:N`,
+    /// the first N directories of its key (default path:1, the host directory of a saved
+    /// crawl). Documents with a URL (WARC, ARC, TREC, a JSONL url field, URL keys) have its host.
+    #[arg(long, value_name = "RULE")]
+    site: Option<String>,
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
@@ -121,6 +126,7 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
         imatch_filter: m.imatch_filter.map(|f| f.to_string()),
         simhash_weight: m.simhash_weight,
         max_df: a.max_df,
+        site: a.site,
     }
     .resolve()?;
     let mut index = Index::open_writer(&a.ix.index, &create)?;

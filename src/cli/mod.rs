@@ -88,6 +88,9 @@ pub struct InputArgs {
     /// JSONL field holding HTML (preferred over the text field when present).
     #[arg(long, default_value = "html")]
     pub jsonl_html: String,
+    /// JSONL field holding the document's URL (its host is the document's site).
+    #[arg(long, default_value = "url")]
+    pub jsonl_url: String,
     /// Documents larger than this are rejected (reported, not indexed).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "256MiB")]
     pub max_doc_bytes: u64,
@@ -99,6 +102,7 @@ impl InputArgs {
             jsonl_id_field: self.jsonl_id,
             jsonl_text_field: self.jsonl_text,
             jsonl_html_field: self.jsonl_html,
+            jsonl_url_field: self.jsonl_url,
             max_doc_bytes: self.max_doc_bytes,
         }
     }

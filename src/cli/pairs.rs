@@ -17,7 +17,7 @@ pub struct PairsArgs {
     /// and exact take none.
     #[arg(long)]
     threshold: Option<Threshold>,
-    /// shingle | simhash | dsc-ss | combined | imatch | exact.
+    /// shingle | simhash | dsc-ss | combined | imatch | exact | megashingle | c-sim | henzinger.
     #[arg(long, default_value = "shingle")]
     method: Method,
     /// Commonality limit for this run (default: the index's; 0 = no limit).
@@ -38,8 +38,9 @@ pub struct PairsArgs {
     stats: bool,
 }
 
-/// Text: `key_a<TAB>key_b<TAB>similarity` (6 decimals); JSON: one object per pair (the
-/// method's extra scores too for methods other than shingle).
+/// Text: `key_a<TAB>key_b<TAB>similarity` (6 decimals); JSON: one object per pair with
+/// `same_site` (both documents on the one site, `input::site`), and the method's extra
+/// scores for methods other than shingle.
 pub fn run(a: PairsArgs) -> Result<(), Error> {
     let index = Index::open(&a.ix.index)?;
     let req = PairsRequest {
@@ -48,6 +49,7 @@ pub fn run(a: PairsArgs) -> Result<(), Error> {
         max_df: a.max_df,
         mem: a.mem,
         matching: a.matching,
+        sites: a.ix.json,
     };
     let mut out = Out::new();
     let stats = index.pairs(&req, |p| {
@@ -57,10 +59,14 @@ pub fn run(a: PairsArgs) -> Result<(), Error> {
                 p.key_a, p.key_b, p.resemblance
             ));
         }
-        if p.method == Method::Shingle {
-            return out.json(&serde_json::json!({"key_a": p.key_a, "key_b": p.key_b, "resemblance": p.resemblance}));
+        let mut v =
+            serde_json::json!({"key_a": p.key_a, "key_b": p.key_b, "resemblance": p.resemblance});
+        if let Some(s) = p.same_site {
+            v["same_site"] = serde_json::json!(s);
         }
-        let mut v = serde_json::json!({"key_a": p.key_a, "key_b": p.key_b, "resemblance": p.resemblance});
+        if p.method == Method::Shingle {
+            return out.json(&v);
+        }
         v["method"] = serde_json::json!(p.method);
         v["similarity"] = serde_json::json!(p.resemblance);
         if let Some(h) = p.hamming {

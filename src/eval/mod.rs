@@ -22,6 +22,7 @@
 //! scored against each threshold's positives.
 
 pub mod groups;
+pub mod sites;
 pub mod truth;
 pub mod tune;
 
@@ -35,6 +36,7 @@ use crate::method::{pairs, Method, MethodPair};
 use crate::threshold::Threshold;
 
 pub use groups::{Docs, GroupScore};
+pub use sites::{HenzingerSplit, SiteScore};
 use truth::ordered;
 pub use truth::Truth;
 
@@ -62,6 +64,10 @@ pub struct EvalRow {
     /// being that of its larger document ([`groups`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub by_size_group: Vec<GroupScore>,
+    /// Precision and recall of the pairs whose documents are on the same site, and of the
+    /// others (`eval::sites`); positives are the indexed positive pairs of that kind.
+    pub same_site: SiteScore,
+    pub different_site: SiteScore,
 }
 
 /// Evaluates `methods` at `thresholds` against `truth`. Methods whose data the index does not
@@ -75,6 +81,7 @@ pub fn evaluate(
     let docs = Docs::load(index)?;
     let keys = &docs.keys;
     let groups = groups::index_groups(index)?;
+    let site_of = index.sites()?;
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     for &m in methods {
@@ -101,8 +108,10 @@ pub fn evaluate(
                 cached = Some((found.clone(), secs));
             }
             let mut row = score(m, t.as_f64(), &found, keys, truth, index, secs);
+            let pos = sites::positive_pairs(&docs, truth, t.as_f64());
+            (row.same_site, row.different_site) =
+                sites::split_scores(&site_of, found.iter().map(|p| (p.a, p.b)), &pos);
             if let Truth::Pairs(_) = truth {
-                let pos = docs.positives(truth, t.as_f64());
                 let found = found.iter().map(|p| (p.a, p.b));
                 row.by_size_group = groups::by_group(&docs, &groups, found, &pos);
             }
@@ -137,6 +146,8 @@ fn score(
         found_ratio: None,
         clusters_per_true_cluster: None,
         by_size_group: Vec::new(),
+        same_site: SiteScore::default(),
+        different_site: SiteScore::default(),
     };
     match truth {
         Truth::Pairs(j) => {

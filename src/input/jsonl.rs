@@ -2,7 +2,7 @@
 //!
 //! A line's key is its id field (a string, or a number printed as JSON prints it); a line
 //! without one is keyed `<file>:<line>`. The content is the HTML field if present (HTML), else
-//! the text field (plain text). Blank lines are skipped. A line that is not a JSON object, has no
+//! the text field (plain text); a string url field (default `url`) is the document's URL. Blank lines are skipped. A line that is not a JSON object, has no
 //! content field, or has a content field that is not a string is `Bad`, and reading continues.
 
 use std::io::BufRead;
@@ -76,11 +76,19 @@ impl<R: BufRead> JsonlReader<R> {
             );
             return InputItem::bad(key, origin, reason);
         }
+        let url = match obj.get(&self.opts.jsonl_url_field) {
+            Some(Value::String(u)) if !u.is_empty() => Some(u.clone()),
+            None | Some(Value::Null) | Some(Value::String(_)) => None,
+            Some(_) => {
+                let reason = format!("field \"{}\" is not a string", self.opts.jsonl_url_field);
+                return InputItem::bad(key, origin, reason);
+            }
+        };
         // JSON text is Unicode: the bytes are UTF-8 whatever a <meta charset> inside says.
         let charset = Some("utf-8".to_string());
         InputItem::Doc(RawDoc {
             key,
-            url: None,
+            url,
             bytes: content.clone().into_bytes(),
             format,
             charset,

@@ -11,6 +11,7 @@ mod fs;
 #[doc(hidden)]
 pub mod fuzz;
 mod jsonl;
+pub mod site;
 mod trecweb;
 mod warc;
 
@@ -29,6 +30,8 @@ pub struct InputOptions {
     pub jsonl_text_field: String,
     /// JSONL field holding HTML.
     pub jsonl_html_field: String,
+    /// JSONL field holding the document's URL (kept in the catalog; gives the site).
+    pub jsonl_url_field: String,
     /// Documents larger than this (in bytes, after decompression) are reported as `Bad`.
     pub max_doc_bytes: u64,
 }
@@ -39,6 +42,7 @@ impl Default for InputOptions {
             jsonl_id_field: "id".to_string(),
             jsonl_text_field: "text".to_string(),
             jsonl_html_field: "html".to_string(),
+            jsonl_url_field: "url".to_string(),
             max_doc_bytes: 256 << 20,
         }
     }

@@ -327,6 +327,35 @@ fn jsonl_good_malformed_and_missing_fields() {
 }
 
 #[test]
+fn jsonl_url_field_is_the_documents_url() {
+    let t = tempfile::tempdir().unwrap();
+    let path = write(
+        t.path(),
+        "u.jsonl",
+        b"{\"id\": \"a\", \"url\": \"http://www.a.org/x\", \"text\": \"t\"}\n\
+          {\"id\": \"b\", \"text\": \"t\"}\n\
+          {\"id\": \"c\", \"url\": 7, \"text\": \"t\"}\n\
+          {\"id\": \"d\", \"link\": \"http://d.org/\", \"text\": \"t\"}\n",
+    );
+    let items = read(vec![path.clone()], InputOptions::default());
+    assert_eq!(doc(&items, 0).url.as_deref(), Some("http://www.a.org/x"));
+    assert_eq!(doc(&items, 1).url, None);
+    let s = summary(&items);
+    assert!(
+        s[2].1.contains("field \"url\" is not a string"),
+        "{}",
+        s[2].1
+    );
+    assert_eq!(doc(&items, 3).url, None);
+    let opts = InputOptions {
+        jsonl_url_field: "link".into(),
+        ..InputOptions::default()
+    };
+    let items = read(vec![path], opts);
+    assert_eq!(doc(&items, 3).url.as_deref(), Some("http://d.org/"));
+}
+
+#[test]
 fn jsonl_gz_and_custom_fields() {
     let t = tempfile::tempdir().unwrap();
     let path = write(

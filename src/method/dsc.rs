@@ -149,7 +149,7 @@ pub fn megashingle_pairs(view: &View, _o: DscOptions) -> Result<Vec<MethodPair>>
 }
 
 /// Every live document's stored 384-bit simhash, by doc id.
-fn all_sim384(view: &View) -> Result<Vec<(u32, [u64; 6])>> {
+pub(crate) fn all_sim384(view: &View) -> Result<Vec<(u32, [u64; 6])>> {
     let mut v = Vec::new();
     for s in &view.segments {
         if s.entry.doc_hi <= s.entry.doc_lo {
@@ -179,29 +179,47 @@ fn all_sim384(view: &View) -> Result<Vec<(u32, [u64; 6])>> {
     Ok(v)
 }
 
-/// The C-only method: every pair of live documents whose C-similarity is >= `t`. There is no
-/// index for 384-bit Hamming search here: all pairs are compared (n²/2 popcounts of 6 words,
-/// parallel), fine for tens of thousands of documents.
+/// The C-only method: every pair of live documents whose C-similarity is >= `t`, found
+/// through indexed pieces of the 384-bit strings ([`super::csim`]): exactly the pairs that
+/// comparing all n²/2 pairs gives.
 pub fn c_sim_pairs(view: &View, t: f64) -> Result<Vec<MethodPair>> {
-    use rayon::prelude::*;
     let all = all_sim384(view)?;
-    Ok((0..all.len())
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            let (a, x) = all[i];
-            all[i + 1..]
-                .iter()
-                .filter_map(move |&(b, y)| {
-                    let (c, h) = c_similarity(&x, &y);
-                    (c >= t).then(|| {
-                        let mut p = MethodPair::new(a, b, c);
-                        p.hamming = Some(h);
-                        p
-                    })
-                })
-                .collect::<Vec<_>>()
+    let Some(k) = super::csim::max_hamming(t) else {
+        return Ok(Vec::new());
+    };
+    let strings: Vec<[u64; 6]> = all.iter().map(|e| e.1).collect();
+    Ok(super::csim::pairs_within(&strings, k)
+        .into_iter()
+        .map(|(i, j, h)| {
+            let (c, h2) = c_similarity(&strings[i as usize], &strings[j as usize]);
+            debug_assert_eq!(h, h2);
+            let mut p = MethodPair::new(all[i as usize].0, all[j as usize].0, c);
+            p.hamming = Some(h);
+            p
         })
         .collect())
+}
+
+/// Henzinger's combined algorithm as she proposed to run it (2006, end of section 6): the
+/// C-similar pairs (>= `t_c`) of documents on different sites, and the combined algorithm's
+/// pairs (B-similar with C-similarity >= `t_same`) of documents on the same site.
+pub fn henzinger_pairs(
+    view: &View,
+    o: DscOptions,
+    sites: &crate::sites::Sites,
+    t_c: f64,
+    t_same: f64,
+) -> Result<Vec<MethodPair>> {
+    let mut out: Vec<MethodPair> = c_sim_pairs(view, t_c)?
+        .into_iter()
+        .filter(|p| !sites.same(p.a, p.b))
+        .collect();
+    out.extend(
+        combined_pairs(view, o, t_same)?
+            .into_iter()
+            .filter(|p| sites.same(p.a, p.b)),
+    );
+    Ok(out)
 }
 
 /// Live documents whose C-similarity to `q` is >= `t`: (doc, hamming), by doc id.

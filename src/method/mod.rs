@@ -6,6 +6,10 @@
 //! - [`Method::DscSs`]: Broder's DSC-SS supershingles, B-similarity ([`dsc`]);
 //! - [`Method::Combined`]: Henzinger's combined algorithm: B-similar pairs kept when the
 //!   C-similarity of their 384-bit simhashes reaches a threshold ([`dsc`]);
+//! - [`Method::CSim`]: C-similarity alone, through indexed pieces of the bit strings
+//!   ([`csim`]);
+//! - [`Method::Henzinger`]: C for pairs on different sites, combined for pairs on the same
+//!   site (Henzinger 2006's proposal; sites from `input::site`);
 //! - [`Method::Imatch`]: Chowdhury et al.'s I-Match signatures ([`imatch`]);
 //! - [`Method::Exact`]: identical canonical text (the catalog digest, [`exact`]).
 //!
@@ -14,6 +18,7 @@
 //! segment (format-spec/segment.md) and, for I-Match, into the catalog
 //! (format-spec/rocksdb.md).
 
+pub mod csim;
 pub mod dsc;
 pub mod exact;
 pub mod idf_simhash;
@@ -57,12 +62,15 @@ pub enum Method {
     /// MEGASHINGLES table ([`dsc`]).
     Megashingle,
     /// C-similarity of the 384-bit simhashes alone (Henzinger's C), threshold default
-    /// 355/384 ([`dsc`]).
+    /// 355/384 ([`dsc`], [`csim`]).
     CSim,
+    /// C-similarity (threshold default 355/384) for pairs on different sites, combined
+    /// (B-similar and C-similarity >= 355/384) for pairs on the same site ([`dsc`]).
+    Henzinger,
 }
 
 impl Method {
-    pub const ALL: [Method; 8] = [
+    pub const ALL: [Method; 9] = [
         Method::Shingle,
         Method::Simhash,
         Method::DscSs,
@@ -71,6 +79,7 @@ impl Method {
         Method::Exact,
         Method::Megashingle,
         Method::CSim,
+        Method::Henzinger,
     ];
 
     pub fn name(self) -> &'static str {
@@ -83,6 +92,7 @@ impl Method {
             Method::Exact => "exact",
             Method::Megashingle => "megashingle",
             Method::CSim => "c-sim",
+            Method::Henzinger => "henzinger",
         }
     }
 }
@@ -101,7 +111,7 @@ impl FromStr for Method {
             .find(|m| m.name().eq_ignore_ascii_case(s))
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
-                    "unknown method {s:?} (expected shingle, simhash, dsc-ss, combined, imatch, exact, megashingle or c-sim)"
+                    "unknown method {s:?} (expected shingle, simhash, dsc-ss, combined, imatch, exact, megashingle, c-sim or henzinger)"
                 ))
             })
     }
@@ -142,7 +152,8 @@ pub const DEFAULT_COMBINED_THRESHOLD: f64 = 355.0 / 384.0;
 
 /// Every pair of live documents the method reports, sorted by (a, b). `threshold` is the
 /// resemblance for shingle (required), a floor on 1 - hamming/64 for simhash (optional), the
-/// C-similarity for combined (default [`DEFAULT_COMBINED_THRESHOLD`]); dsc-ss, imatch and exact
+/// C-similarity for combined, c-sim and henzinger (the different-site pairs' C threshold; the
+/// same-site pairs use the combined default) (default [`DEFAULT_COMBINED_THRESHOLD`]); dsc-ss, imatch and exact
 /// have no threshold (their similarity notion is fixed by the index options).
 pub fn pairs(
     index: &Index,
@@ -186,6 +197,12 @@ pub fn pairs(
             opts.require_sim384()?;
             let t = threshold.map_or(DEFAULT_COMBINED_THRESHOLD, |t| t.as_f64());
             dsc::c_sim_pairs(view, t)?
+        }
+        Method::Henzinger => {
+            opts.require_sim384()?;
+            let t = threshold.map_or(DEFAULT_COMBINED_THRESHOLD, |t| t.as_f64());
+            let sites = index.sites()?;
+            dsc::henzinger_pairs(view, opts.dsc()?, &sites, t, DEFAULT_COMBINED_THRESHOLD)?
         }
     };
     out.sort_unstable_by_key(|p| (p.a, p.b));

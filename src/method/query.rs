@@ -170,6 +170,46 @@ impl Index {
                         }
                     }
                 }
+                Method::Henzinger => {
+                    // The query's site comes from its name (a URL, or a path under the
+                    // index's rule): C for other sites' documents, combined for its own.
+                    mo.require_sim384()?;
+                    let o = mo.dsc()?;
+                    let t = threshold.map_or(DEFAULT_COMBINED_THRESHOLD, |t| t.as_f64());
+                    let mine = self.options().site_rule()?.site(name, None);
+                    if let Some(q) = x.sim384 {
+                        let c = dsc::c_sim_query(view, &q, t)?;
+                        let ids: Vec<u32> = c.iter().map(|e| e.0).collect();
+                        let sites = self.sites_of(&ids)?;
+                        for (d, h) in c {
+                            if sites.get(&d) != Some(&mine) {
+                                hits.push(MethodHit {
+                                    hamming: Some(h),
+                                    ..hit(d, 1.0 - h as f64 / 384.0)
+                                });
+                            }
+                        }
+                        let b = dsc::query(view, o, &x.supers)?;
+                        let ids: Vec<u32> = b.iter().map(|e| e.0).collect();
+                        let sites = self.sites_of(&ids)?;
+                        for (d, agree) in b {
+                            if sites.get(&d) != Some(&mine) {
+                                continue;
+                            }
+                            let Some(s) = dsc::sim384(view, d)? else {
+                                continue;
+                            };
+                            let (cs, hw) = dsc::c_similarity(&q, &s);
+                            if cs >= DEFAULT_COMBINED_THRESHOLD {
+                                hits.push(MethodHit {
+                                    hamming: Some(hw),
+                                    agree: Some(agree),
+                                    ..hit(d, cs)
+                                });
+                            }
+                        }
+                    }
+                }
                 Method::Exact => {
                     for d in exact::query(self, &fp.digest)? {
                         hits.push(hit(d, 1.0));

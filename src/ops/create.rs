@@ -34,6 +34,8 @@ pub struct CreateSpec {
     pub simhash_weight: Option<String>,
     /// Commonality limit (at least 1).
     pub max_df: Option<u32>,
+    /// Site rule for keys that are paths: `path:N` (default `path:1`).
+    pub site: Option<String>,
 }
 
 impl CreateSpec {
@@ -83,6 +85,7 @@ impl CreateSpec {
             }
             .resolve()?,
             max_df: self.max_df,
+            site: self.site.as_deref().map(str::parse).transpose()?,
         })
     }
 

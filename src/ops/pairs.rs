@@ -25,6 +25,9 @@ pub struct PairsRequest {
     pub mem: Option<u64>,
     /// How pairs are found (shingle); all choices give the same pairs.
     pub matching: Matching,
+    /// Say of each pair whether both documents are on the same site
+    /// ([`KeyedPair::same_site`]; costs one catalog read per document of a pair).
+    pub sites: bool,
 }
 
 impl Default for PairsRequest {
@@ -35,6 +38,7 @@ impl Default for PairsRequest {
             max_df: None,
             mem: None,
             matching: Matching::Auto,
+            sites: false,
         }
     }
 }
@@ -62,6 +66,10 @@ pub struct KeyedPair {
     pub hamming: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agree: Option<u32>,
+    /// Whether both documents are on the same site (`input::site`); only when the request
+    /// asked for [`PairsRequest::sites`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_site: Option<bool>,
 }
 
 impl Index {
@@ -78,6 +86,7 @@ impl Index {
             let found = method::pairs(self, req.method, req.threshold)?;
             let ids: Vec<u32> = found.iter().flat_map(|p| [p.a, p.b]).collect();
             let keys = self.keys_of(&ids)?;
+            let sites = self.sites_if(req.sites, &ids)?;
             for p in &found {
                 let (ka, kb) = ordered(&keys, p.a, p.b);
                 each(&KeyedPair {
@@ -87,6 +96,7 @@ impl Index {
                     method: req.method,
                     hamming: p.hamming,
                     agree: p.agree,
+                    same_site: same_site(&sites, req.sites, p.a, p.b),
                 })?;
             }
             return Ok(None);
@@ -109,6 +119,7 @@ impl Index {
                 ids.clear();
                 ids.extend(block.iter().flat_map(|p| [p.a, p.b]));
                 let keys = self.keys_of(&ids)?;
+                let sites = self.sites_if(req.sites, &ids)?;
                 for p in block {
                     let (ka, kb) = ordered(&keys, p.a, p.b);
                     each(&KeyedPair {
@@ -118,12 +129,27 @@ impl Index {
                         method: Method::Shingle,
                         hamming: None,
                         agree: None,
+                        same_site: same_site(&sites, req.sites, p.a, p.b),
                     })?;
                 }
                 Ok(())
             })?;
         Ok(Some(stats))
     }
+}
+
+impl Index {
+    fn sites_if(&self, wanted: bool, ids: &[u32]) -> Result<HashMap<u32, String>> {
+        if wanted {
+            self.sites_of(ids)
+        } else {
+            Ok(HashMap::new())
+        }
+    }
+}
+
+fn same_site(sites: &HashMap<u32, String>, wanted: bool, a: u32, b: u32) -> Option<bool> {
+    wanted.then(|| matches!((sites.get(&a), sites.get(&b)), (Some(x), Some(y)) if x == y))
 }
 
 fn ordered<'k>(keys: &'k HashMap<u32, String>, a: u32, b: u32) -> (&'k str, &'k str) {

@@ -21,11 +21,12 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::input::site::url_host as site;
 use crate::threshold::Threshold;
 use crate::Index;
 pub use pairs::TopicPair;
 pub use parse::{read_qrels, read_run, Docnos, Qrels, Run, RunEntry, TopicId};
-use stats::{duplicated_at_levels, duplicated_in, levels, redundant_flags, site, Neighbors};
+use stats::{duplicated_at_levels, duplicated_in, levels, redundant_flags, Neighbors};
 
 /// What `ndd-index runs` computes.
 #[derive(Clone, Debug)]

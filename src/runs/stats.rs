@@ -95,24 +95,6 @@ pub fn duplicated_in(list: &[Option<u32>], nb: &Neighbors) -> u64 {
         .count() as u64
 }
 
-/// The site of a URL: its host, lowercased, without a leading `www.` (None if it has none).
-pub fn site(url: &str) -> Option<String> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
-    let host = if host.starts_with('[') {
-        host.split_inclusive(']').next().unwrap_or(host)
-    } else {
-        host.split(':').next().unwrap_or(host)
-    };
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    let host = host
-        .strip_prefix("www.")
-        .map(str::to_string)
-        .unwrap_or(host);
-    (!host.is_empty()).then_some(host)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,20 +136,5 @@ mod tests {
         );
         assert_eq!(duplicated_in(&list, &nb), 3);
         assert_eq!(duplicated_in(&[Some(1), Some(3)], &nb), 0);
-    }
-
-    #[test]
-    fn sites() {
-        assert_eq!(
-            site("http://www.Example.com:80/a?b").as_deref(),
-            Some("example.com")
-        );
-        assert_eq!(
-            site("https://u:p@news.bbc.co.uk/x").as_deref(),
-            Some("news.bbc.co.uk")
-        );
-        assert_eq!(site("www.x.org").as_deref(), Some("x.org"));
-        assert_eq!(site("http://[::1]:8080/").as_deref(), Some("[::1]"));
-        assert_eq!(site("http:///nohost"), None);
     }
 }

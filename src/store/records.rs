@@ -118,6 +118,14 @@ impl DocRecord {
     }
 }
 
+impl DocRecord {
+    /// The document's site under `rule` (its URL's host, a URL key's host, or the rule on
+    /// the key; `input::site`).
+    pub fn site(&self, rule: crate::input::site::SiteRule) -> String {
+        rule.site(&self.key, self.url.as_deref())
+    }
+}
+
 /// Doc ids as RocksDB keys: big-endian, so iteration order is id order.
 pub fn doc_key(doc: u32) -> [u8; 4] {
     doc.to_be_bytes()

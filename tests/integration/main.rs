@@ -34,3 +34,4 @@ mod pipeline_incremental;
 mod pipeline_max_df;
 mod runs;
 mod serve;
+mod sites_henzinger;

@@ -18,6 +18,11 @@ OPTIONS:
   --vocab V                 vocabulary size [50000]
   --zipf S                  Zipf exponent of word frequencies [1.1]
   --sites K                 sites, each with its own boilerplate [20]
+  --nav-words W             boilerplate words of every site (header, nav, footer;
+                            >= 12) [30-80, drawn per site]
+  --cross-site F            fraction of variants published on another site than
+                            their original (mirrors: the original's page and
+                            boilerplate under another host) [0]
   --dup-fraction F          fraction of documents that are planted variants [0.3]
   --cluster-size MAX        max documents per cluster, original included (>= 2) [8]
   --edit-rate R             per-word edit probability of a variant (R/3 each: delete,
@@ -51,6 +56,10 @@ pub struct Params {
     pub vocab: u32,
     pub zipf: f64,
     pub sites: u32,
+    /// Boilerplate words per site; None: 30-80, drawn per site.
+    pub nav_words: Option<u32>,
+    /// Fraction of variants on another site than their original.
+    pub cross_site: f64,
     pub dup_fraction: f64,
     pub cluster_size: u32,
     pub edit_rate: f64,
@@ -74,6 +83,8 @@ impl Params {
             vocab: 50_000,
             zipf: 1.1,
             sites: 20,
+            nav_words: None,
+            cross_site: 0.0,
             dup_fraction: 0.3,
             cluster_size: 8,
             edit_rate: 0.05,
@@ -118,6 +129,14 @@ impl Params {
         }
         if !(0.0..1.0).contains(&self.dup_fraction) {
             return Err("--dup-fraction must be in [0, 1)".into());
+        }
+        if let Some(w) = self.nav_words {
+            if !(12..=100_000).contains(&w) {
+                return Err("--nav-words must be in 12..=100000".into());
+            }
+        }
+        if !(0.0..=1.0).contains(&self.cross_site) {
+            return Err("--cross-site must be in [0, 1]".into());
         }
         if self.cluster_size < 2 {
             return Err("--cluster-size must be >= 2".into());
@@ -182,6 +201,8 @@ pub fn parse(args: &[String]) -> Result<Option<Params>, String> {
             "--vocab" => p.vocab = num(name, v)?,
             "--zipf" => p.zipf = num(name, v)?,
             "--sites" => p.sites = num(name, v)?,
+            "--nav-words" => p.nav_words = Some(num(name, v)?),
+            "--cross-site" => p.cross_site = num(name, v)?,
             "--dup-fraction" => p.dup_fraction = num(name, v)?,
             "--cluster-size" => p.cluster_size = num(name, v)?,
             "--edit-rate" => p.edit_rate = num(name, v)?,
@@ -254,6 +275,8 @@ mod tests {
         assert!(parse(&s(&["--out", "x", "--edit-rate", "1.5"])).is_err());
         assert!(parse(&s(&["--out", "x", "--docs", "3", "--batches", "4"])).is_err());
         assert!(parse(&s(&["--out", "x", "--cluster-size", "1"])).is_err());
+        assert!(parse(&s(&["--out", "x", "--nav-words", "5"])).is_err());
+        assert!(parse(&s(&["--out", "x", "--cross-site", "2"])).is_err());
         assert!(parse(&s(&["--help"])).unwrap().is_none());
     }
 }

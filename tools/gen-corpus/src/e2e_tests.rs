@@ -286,7 +286,9 @@ fn pages_canonicalize_to_planted_words_and_boilerplate() {
         let n = canonical_words(&bp).len();
         assert!((30..=80).contains(&n), "{n} boilerplate words");
         assert_eq!(
-            boiler.entry(plan.site(doc)).or_insert_with(|| bp.clone()),
+            boiler
+                .entry(plan.home_site(doc))
+                .or_insert_with(|| bp.clone()),
             &bp
         );
         assert!(html.contains("<script>") && html.contains("<style>") && html.contains("<title>"));

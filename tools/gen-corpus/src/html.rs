@@ -23,9 +23,17 @@ const INLINE_TAGS: &[&str] = &["em", "strong", "b", "i", "code", "span", "a"];
 
 impl Site {
     /// Builds site `index`: 30-80 boilerplate words in header, nav and footer.
-    pub fn build(seed: u64, index: u32, vocab: &Vocab, zipf: &Zipf) -> Site {
+    /// `nav_words` (>= 12) fixes the number of boilerplate words instead.
+    pub fn build(
+        seed: u64,
+        index: u32,
+        vocab: &Vocab,
+        zipf: &Zipf,
+        nav_words: Option<u32>,
+    ) -> Site {
         let mut rng = Rng::stream(seed, tag::SITE, index as u64);
-        let budget = rng.range(30, 80) as usize;
+        let drawn = rng.range(30, 80) as usize;
+        let budget = nav_words.map_or(drawn, |w| w as usize);
         let word = |rng: &mut Rng| vocab.html(zipf.sample(rng)).to_string();
         let name_words: Vec<String> = (0..rng.range(1, 2))
             .map(|_| capitalize(&word(&mut rng)))
@@ -111,7 +119,7 @@ impl Renderer<'_> {
     /// Appends the HTML page of `doc` with body `words` (vocabulary ranks) to `out`.
     pub fn render(&self, doc: u32, words: &[u32], out: &mut String) {
         let mut rng = Rng::stream(self.seed, tag::MARKUP, doc as u64);
-        let site = &self.sites[self.plan.site(doc) as usize];
+        let site = &self.sites[self.plan.home_site(doc) as usize];
         let page = self.plan.page_number(doc);
         let heading_len = (rng.range(3, 8) as usize).min(words.len());
         let (heading, body) = words.split_at(heading_len);

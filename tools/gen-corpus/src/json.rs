@@ -38,6 +38,12 @@ pub fn gen_json(p: &Params, plan: &Plan, r: &Report) -> String {
     let _ = writeln!(s, "    \"vocab\": {},", p.vocab);
     let _ = writeln!(s, "    \"zipf\": {},", num(p.zipf));
     let _ = writeln!(s, "    \"sites\": {},", p.sites);
+    if let Some(w) = p.nav_words {
+        let _ = writeln!(s, "    \"nav_words\": {w},");
+    }
+    if p.cross_site > 0.0 {
+        let _ = writeln!(s, "    \"cross_site\": {},", num(p.cross_site));
+    }
     let _ = writeln!(s, "    \"dup_fraction\": {},", num(p.dup_fraction));
     let _ = writeln!(s, "    \"cluster_size\": {},", p.cluster_size);
     let _ = writeln!(s, "    \"edit_rate\": {},", num(p.edit_rate));

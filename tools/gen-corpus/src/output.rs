@@ -72,7 +72,7 @@ pub fn generate(p: &Params) -> io::Result<Report> {
     let zipf = Zipf::new(p.vocab, p.zipf);
     let plan = Plan::build(p);
     let sites: Vec<Site> = (0..p.sites)
-        .map(|i| Site::build(p.seed, i, &vocab, &zipf))
+        .map(|i| Site::build(p.seed, i, &vocab, &zipf, p.nav_words))
         .collect();
     let words = WordSource {
         seed: p.seed,

@@ -38,6 +38,7 @@ pub struct Plan {
     pub stats: PlanStats,
     seed: u64,
     sites: u32,
+    cross_site: f64,
     format: Format,
     page_width: usize,
     site_width: usize,
@@ -117,6 +118,7 @@ impl Plan {
             stats,
             seed: p.seed,
             sites: p.sites,
+            cross_site: p.cross_site,
             format: p.format,
             page_width: digits(n as u64 - 1).max(7),
             site_width: digits(p.sites as u64 - 1).max(2),
@@ -143,9 +145,25 @@ impl Plan {
     }
 
     /// A document's site: its original's, so a cluster shares boilerplate.
-    pub fn site(&self, doc: u32) -> u32 {
+    /// The site whose boilerplate `doc` carries: its cluster original's. A `--cross-site`
+    /// variant is a mirror: the original's page, boilerplate included, on another host.
+    pub fn home_site(&self, doc: u32) -> u32 {
         Rng::stream(self.seed, tag::SITE_OF, self.original(doc) as u64).below(self.sites as u64)
             as u32
+    }
+
+    /// The site `doc` is published on (its key's host or directory): its home site, or for a
+    /// `--cross-site` variant another one.
+    pub fn site(&self, doc: u32) -> u32 {
+        let own = self.home_site(doc);
+        if self.cross_site > 0.0 && self.sites > 1 && self.original(doc) != doc {
+            let mut r = Rng::stream(self.seed, tag::CROSS_SITE, doc as u64);
+            if r.chance(self.cross_site) {
+                let other = r.below(self.sites as u64 - 1) as u32;
+                return if other >= own { other + 1 } else { other };
+            }
+        }
+        own
     }
 
     pub fn batches(&self) -> u32 {
@@ -206,6 +224,29 @@ mod tests {
         p.docs = docs;
         p.batches = 4;
         p
+    }
+
+    #[test]
+    fn cross_site_moves_only_variants_and_about_the_asked_fraction() {
+        let mut p = params(4000);
+        p.sites = 10;
+        let same = Plan::build(&p);
+        p.cross_site = 0.5;
+        let cross = Plan::build(&p);
+        let (mut variants, mut moved) = (0, 0);
+        for d in 0..cross.n {
+            if cross.original(d) == d {
+                assert_eq!(cross.site(d), same.site(d), "originals stay");
+            } else {
+                variants += 1;
+                assert_eq!(same.site(d), same.site(same.original(d)));
+                moved += (cross.site(d) != cross.site(cross.original(d))) as u32;
+                assert!(cross.site(d) < 10);
+            }
+        }
+        assert!(variants > 500, "{variants}");
+        let f = moved as f64 / variants as f64;
+        assert!((0.4..0.6).contains(&f), "{f}");
     }
 
     #[test]

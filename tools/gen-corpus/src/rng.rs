@@ -26,6 +26,7 @@ pub mod tag {
     pub const SITE: u64 = 6;
     pub const VOCAB: u64 = 7;
     pub const RECORD_ID: u64 = 8;
+    pub const CROSS_SITE: u64 = 9;
 }
 
 /// xoshiro256** (Blackman & Vigna 2018).
