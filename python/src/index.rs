@@ -339,6 +339,7 @@ impl PyIndex {
             imatch_filter,
             simhash_weight,
             max_df,
+            ..CreateSpec::default()
         };
         let create = spec.resolve().map_err(|e| option_err(py, e.to_string()))?;
         if let Some(p) = &imatch_lexicon {
