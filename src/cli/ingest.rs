@@ -116,7 +116,7 @@ struct MethodCreateArgs {
     #[arg(long, value_name = "T")]
     simhash_verify: Option<String>,
     /// Creation option: I-Match signatures per document, K or K:P: the lexicon and K - 1
-    /// randomized copies each missing P % of its terms (Kolcz et al.; default 1, P 30).
+    /// randomized copies each missing P % of its terms (Kolcz et al.; default 1, P 90).
     #[arg(long, value_name = "K[:P]")]
     imatch_lexicons: Option<String>,
 }

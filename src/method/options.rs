@@ -317,7 +317,7 @@ fn is_zero(v: &u32) -> bool {
 /// Largest number of I-Match lexicons (signatures per document).
 pub const MAX_IMATCH_LEXICONS: u32 = 64;
 /// Default share of the terms a randomized lexicon leaves out (percent).
-pub const DEFAULT_IMATCH_DROP: u32 = 30;
+pub const DEFAULT_IMATCH_DROP: u32 = 90;
 
 impl Default for ImatchOptions {
     fn default() -> Self {

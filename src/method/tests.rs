@@ -174,7 +174,7 @@ fn simhash_options_old_records_and_new_defaults() {
 fn imatch_lexicons_parse_and_store() {
     use super::options::parse_imatch_lexicons;
     assert_eq!(parse_imatch_lexicons("1").unwrap(), (1, 0));
-    assert_eq!(parse_imatch_lexicons("10").unwrap(), (10, 30));
+    assert_eq!(parse_imatch_lexicons("10").unwrap(), (10, 90));
     assert_eq!(parse_imatch_lexicons("5:50").unwrap(), (5, 50));
     for bad in ["0", "65", "3:100", "x", "3:"] {
         assert!(parse_imatch_lexicons(bad).is_err(), "{bad}");
