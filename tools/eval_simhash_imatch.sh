@@ -106,7 +106,7 @@ done
 # ---- 5. I-Match protocol ----------------------------------------------------------------------
 IM=(
   "imatch idf-l-10 (as published)|imatch|--methods imatch"
-  "imatch doc-l-90 (as published)|imatch|--methods imatch --imatch-filter doc-l-90"
+  "imatch doc-l-10 = their DOC-L-90 (as published)|imatch|--methods imatch --imatch-filter doc-l-10"
   "imatch idf-l-10, 10 lexicons, 30% dropped|imatch|--methods imatch --imatch-lexicons 10:30"
   "imatch idf-l-10, 20 lexicons, 80% dropped|imatch|--methods imatch --imatch-lexicons 20:80"
   "imatch idf-l-10, 40 lexicons, 90% dropped|imatch|--methods imatch --imatch-lexicons 40:90"
