@@ -78,7 +78,8 @@ for w in 5 8 10; do
 done
 python3 "$FMT" shingle-w "$OUT/t2" "$OUT/gen/gen.json" 5 8 10
 
-# ---- 3. simhash k sweep (Williams & Giles / Manku) on planted clusters ------------------------
+# ---- 3. simhash k sweep (Williams & Giles / Manku) on planted clusters, word simhashes (the
+# old default; the new default and the llvm/rust tables: tools/eval_simhash_imatch.sh) -------
 log "3. simhash k"
 mkdir -p "$OUT/t3"
 # blocks = k + 3 where the permuted tables (C(blocks, k)) fit the format's 64; else fewer.
@@ -87,7 +88,7 @@ for kb in $KB; do
     k=${kb%:*}
     b=${kb#*:}
     log "  k=$k blocks=$b"
-    "$NDD" ingest --index "$OUT/t3/idx-$k" --methods simhash --simhash-k "$k" --simhash-blocks "$b" \
+    "$NDD" ingest --index "$OUT/t3/idx-$k" --methods simhash --simhash-features words --simhash-k "$k" --simhash-blocks "$b" \
         --json "$OUT/gen/batch-01.warc" > "$OUT/t3/$k.ingest.json"
     "$NDD" eval --index "$OUT/t3/idx-$k" --truth "$OUT/gen/truth-clusters.tsv" \
         --method simhash --thresholds 0.5 --json > "$OUT/t3/$k.eval.json"
@@ -99,7 +100,7 @@ python3 "$FMT" simhash-k "$OUT/t3" $KB
 log "4. Henzinger"
 mkdir -p "$OUT/t4"
 # --site path:2: keys are docs/<package>/..., so each of the 5 doc packages is a site.
-"$NDD" ingest --index "$OUT/t4/idx" --methods all --site path:2 --json "$OUT/llvm" \
+"$NDD" ingest --index "$OUT/t4/idx" --methods all --site path:2 --simhash-features words --json "$OUT/llvm" \
     > "$OUT/t4/ingest.json"
 "$NDD" eval --index "$OUT/t4/idx" --truth "$TRUTH" --manifest "$MANIFEST" --thresholds 0.8 \
     --json > "$OUT/t4/eval.json"
@@ -130,7 +131,7 @@ for r in $RATES; do
     log "  edit rate $r"
     "$GEN" --out "$OUT/t5/gen-$r" --docs 300 --seed 1 --imatch-protocol 10,10 --edit-rate "$r" \
         --format warc --quiet
-    "$NDD" ingest --index "$OUT/t5/idx-$r" --methods all --json "$OUT/t5/gen-$r/batch-01.warc" \
+    "$NDD" ingest --index "$OUT/t5/idx-$r" --methods all --simhash-features words --json "$OUT/t5/gen-$r/batch-01.warc" \
         > "$OUT/t5/$r.ingest.json"
     "$NDD" eval --index "$OUT/t5/idx-$r" --truth "$OUT/t5/gen-$r/truth-clusters.tsv" \
         --thresholds 0.5,0.8 --json > "$OUT/t5/$r.eval.json"
@@ -180,7 +181,7 @@ mkdir -p "$OUT/t8"
 KS="3:6 6:8"
 for kb in $KS; do
     for w in tf idf; do
-        "$NDD" ingest --index "$OUT/t8/idx" --methods simhash --simhash-k "${kb%%:*}" \
+        "$NDD" ingest --index "$OUT/t8/idx" --methods simhash --simhash-features words --simhash-k "${kb%%:*}" \
             --simhash-blocks "${kb##*:}" --simhash-weight "$w" --json "$OUT/llvm" > /dev/null
         "$NDD" eval --index "$OUT/t8/idx" --truth "$TRUTH" --manifest "$MANIFEST" \
             --method simhash --thresholds 0.8 --json > "$OUT/t8/$w-$kb.eval.json"

@@ -342,6 +342,7 @@ impl PyIndex {
             simhash_weight,
             max_df,
             site,
+            ..CreateSpec::default()
         };
         let create = spec.resolve().map_err(|e| option_err(py, e.to_string()))?;
         if let Some(p) = &imatch_lexicon {

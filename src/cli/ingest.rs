@@ -107,6 +107,23 @@ struct MethodCreateArgs {
     /// lexicon of the I-Match statistics).
     #[arg(long, value_name = "W")]
     simhash_weight: Option<String>,
+    /// Creation option: simhash features words | shingles (default shingles: the distinct
+    /// shingles of the index's shingle kind; words: Manku's tf simhash over word tokens).
+    #[arg(long, value_name = "F")]
+    simhash_features: Option<String>,
+    /// Creation option: boilerplate filter: features in more than P % of the first batch's
+    /// documents are left out of the simhash (default: none).
+    #[arg(long, value_name = "P")]
+    simhash_boilerplate: Option<u32>,
+    /// Creation option: report a simhash candidate only when the resemblance of the stored
+    /// shingle features reaches T (default 0.8 with shingle features, none with words), or
+    /// `none`.
+    #[arg(long, value_name = "T")]
+    simhash_verify: Option<String>,
+    /// Creation option: I-Match signatures per document, K or K:P: the lexicon and K - 1
+    /// randomized copies each missing P % of its terms (Kolcz et al.; default 1, P 90).
+    #[arg(long, value_name = "K[:P]")]
+    imatch_lexicons: Option<String>,
 }
 
 pub fn run(a: IngestArgs) -> Result<(), Error> {
@@ -125,6 +142,10 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
         b_agree: m.b_agree,
         imatch_filter: m.imatch_filter.map(|f| f.to_string()),
         simhash_weight: m.simhash_weight,
+        simhash_features: m.simhash_features,
+        simhash_boilerplate: m.simhash_boilerplate,
+        simhash_verify: m.simhash_verify,
+        imatch_lexicons: m.imatch_lexicons,
         max_df: a.max_df,
         site: a.site,
     }

@@ -15,7 +15,10 @@
 //! For labels, Chowdhury et al.'s measures over the true clusters of 2 or more documents:
 //! `found_ratio` = sum over true clusters of (documents in its largest method cluster - 1) /
 //! sum of (size - 1), and `clusters_per_true_cluster` = mean number of method clusters
-//! (singletons included) a true cluster's documents fall into.
+//! (singletons included) a true cluster's documents fall into; `found_ratio_docs` = the share
+//! of the true clusters' documents that are in a method cluster with at least one other
+//! document of their own true cluster (Chowdhury et al.'s Table III: their per-original
+//! values are multiples of 1/11, e.g. 100% with 3 clusters).
 //!
 //! Only shingle depends on the threshold; the other methods' pairs are computed once (their
 //! own settings are fixed by the index options; combined uses its default C-similarity) and
@@ -60,6 +63,8 @@ pub struct EvalRow {
     pub found_ratio: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clusters_per_true_cluster: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found_ratio_docs: Option<f64>,
     /// Pair truth: precision and recall by document-size group (Ye et al.), the pair's group
     /// being that of its larger document ([`groups`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -144,6 +149,7 @@ fn score(
         mean_abs_error: None,
         correlation: None,
         found_ratio: None,
+        found_ratio_docs: None,
         clusters_per_true_cluster: None,
         by_size_group: Vec::new(),
         same_site: SiteScore::default(),
@@ -195,6 +201,7 @@ fn score(
                 }
             }
             let (mut num, mut den, mut clusters, mut groups) = (0usize, 0usize, 0usize, 0usize);
+            let (mut docs_found, mut docs_all) = (0usize, 0usize);
             for g in by.values().filter(|g| g.len() > 1) {
                 let mut count: HashMap<Option<usize>, usize> = HashMap::new();
                 let mut distinct = HashSet::new();
@@ -207,6 +214,8 @@ fn score(
                     }
                 }
                 let largest = count.values().copied().max().unwrap_or(1);
+                docs_found += count.values().filter(|&&n| n >= 2).sum::<usize>();
+                docs_all += g.len();
                 num += largest - 1;
                 den += g.len() - 1;
                 clusters += distinct.len();
@@ -215,6 +224,7 @@ fn score(
             if groups > 0 {
                 row.found_ratio = Some(num as f64 / den as f64);
                 row.clusters_per_true_cluster = Some(clusters as f64 / groups as f64);
+                row.found_ratio_docs = Some(docs_found as f64 / docs_all as f64);
             }
         }
     }

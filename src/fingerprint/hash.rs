@@ -28,6 +28,8 @@ pub const SEED_SUPERSHINGLE: u64 = tag(b"ndd/sups");
 pub const SEED_MEGASHINGLE: u64 = tag(b"ndd/mega");
 /// Base seed of the six token hashes of the 384-bit simhash (the hash index is added).
 pub const SEED_SIMHASH384: u64 = tag(b"ndd/s384");
+/// Randomized I-Match lexicons (format-spec/fingerprints.md §13.1).
+pub const SEED_IMATCH_LEXICON: u64 = tag(b"ndd/imlx");
 
 /// The splitmix64 increment (the golden ratio in 64-bit fixed point).
 pub const GOLDEN_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;

@@ -96,6 +96,19 @@ pub fn simhash(text: &str) -> u64 {
     acc.finish()
 }
 
+/// Simhash of a feature set with weight 1 per distinct feature (format-spec/fingerprints.md
+/// §8.2): the token hash of a feature is the feature itself (a shingle hash, already a
+/// uniform 64-bit value). `keep` decides which features count (the boilerplate filter).
+pub fn simhash_of_set(features: &[u64], keep: impl Fn(u64) -> bool) -> u64 {
+    let mut acc = Accumulator::new();
+    for &f in features {
+        if keep(f) {
+            acc.add(f);
+        }
+    }
+    acc.finish()
+}
+
 /// Henzinger's 384-bit variant: six independent 64-bit simhashes, part j using the token
 /// hash xxh3_64(word, SEED_SIMHASH384 + j). Bit i of part j is bit 64·j + i.
 pub fn simhash384(text: &str) -> [u64; 6] {
@@ -195,6 +208,26 @@ mod tests {
         // Word order does not matter (bag of words), word content does.
         let rev: Vec<&str> = base.iter().rev().map(|s| s.as_str()).collect();
         assert_eq!(simhash(&rev.join(" ")), simhash(&b));
+    }
+
+    #[test]
+    fn set_simhash_counts_each_kept_feature_once() {
+        let set: Vec<u64> = (0..500).map(|i| hash::splitmix64_nth(3, i)).collect();
+        assert_eq!(simhash_of_set(&set, |_| true), reference(&set));
+        // The filter removes features as if they were absent.
+        let kept: Vec<u64> = set.iter().copied().filter(|f| f % 3 != 0).collect();
+        assert_eq!(simhash_of_set(&set, |f| f % 3 != 0), reference(&kept));
+        assert_eq!(simhash_of_set(&[], |_| true), 0);
+        // Sets sharing 90% of their features are closer than sets sharing none.
+        let near: Vec<u64> = set[..450]
+            .iter()
+            .copied()
+            .chain((0..50).map(|i| hash::splitmix64_nth(4, i)))
+            .collect();
+        let far: Vec<u64> = (0..500).map(|i| hash::splitmix64_nth(5, i)).collect();
+        let a = simhash_of_set(&set, |_| true);
+        assert!(hamming(a, simhash_of_set(&near, |_| true)) < 14);
+        assert!(hamming(a, simhash_of_set(&far, |_| true)) > 18);
     }
 
     #[test]

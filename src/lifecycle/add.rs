@@ -193,7 +193,9 @@ impl Index {
             let x = method_extras(&canon.text, &fp, &fp_opts, &m_opts);
             let delta = DeltaDoc {
                 has_words: fp.words > 0,
-                simhash: fp.simhash,
+                // the SIMHASH tables' value (shingle or filtered simhashes differ from the
+                // catalog's); idf and boilerplate-filtered ones are set below
+                simhash: x.simhash.unwrap_or(fp.simhash),
                 features: fp.features.clone(),
                 supers: x.supers.clone(),
                 sim384: x.sim384,
@@ -219,6 +221,9 @@ impl Index {
         let doc_hi = doc_lo + news.len() as u32;
         for (sig, doc) in mw.imatch_signatures(catalog)? {
             news[(doc - doc_lo) as usize].1.imatch.push(sig);
+        }
+        for (doc, h) in mw.deferred_simhashes(catalog)? {
+            news[(doc - doc_lo) as usize].1.simhash = h;
         }
 
         // Match against everything, the new documents included (a small temporary segment).

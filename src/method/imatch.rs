@@ -27,7 +27,8 @@ use crate::error::{Error, Result};
 use crate::store::{Catalog, CatalogBatch};
 use crate::view::View;
 
-use super::{table_postings, ImatchFilter, MethodPair};
+use super::{table_postings, ImatchFilter, ImatchOptions, MethodPair};
+use crate::fingerprint::hash::{mix64, splitmix64_nth, SEED_IMATCH_LEXICON};
 
 pub use crate::segment::IMATCH;
 
@@ -142,6 +143,45 @@ impl Lexicon {
         let kept = self.keep(terms, filter);
         signature_of(if kept.is_empty() { terms } else { &kept })
     }
+
+    /// The document's signatures under the lexicon and its `lexicons - 1` randomized copies
+    /// (Kolcz et al. 2004; format-spec/fingerprints.md §13.1): signature 0 is
+    /// [`Self::signature`]; signature j >= 1 is computed the same way over the terms of
+    /// randomized lexicon j (the lexicon without the terms t with
+    /// mix64(t ^ seed_j) mod 100 < drop), salted with j.
+    pub fn signatures(&self, terms: &[u64], o: &ImatchOptions) -> Vec<u64> {
+        let mut out = vec![self.signature(terms, o.filter)];
+        for j in 1..o.lexicons.max(1) {
+            let seed = splitmix64_nth(SEED_IMATCH_LEXICON, j as u64);
+            let mine: Vec<u64> = terms
+                .iter()
+                .copied()
+                .filter(|&t| in_random_lexicon(t, seed, o.drop))
+                .collect();
+            let kept = self.keep(&mine, o.filter);
+            out.push(salted_signature_of(
+                j,
+                if kept.is_empty() { terms } else { &kept },
+            ));
+        }
+        out
+    }
+}
+
+/// True when term `t` is in the randomized lexicon of seed `seed` dropping `drop` %.
+pub fn in_random_lexicon(t: u64, seed: u64, drop: u32) -> bool {
+    mix64(t ^ seed) % 100 >= drop as u64
+}
+
+/// Signature j >= 1: the first 8 bytes (big-endian) of SHA1 over LE(j) then the terms.
+pub fn salted_signature_of(j: u32, sorted_terms: &[u64]) -> u64 {
+    let mut h = Sha1::new();
+    h.update((j as u64).to_le_bytes());
+    for t in sorted_terms {
+        h.update(t.to_le_bytes());
+    }
+    let d = h.finalize();
+    u64::from_be_bytes(d[..8].try_into().expect("20-byte digest"))
 }
 
 /// First 8 bytes (big-endian) of SHA1 over the terms, ascending, 8 bytes LE each.
@@ -199,22 +239,19 @@ impl BatchTerms {
         &self.docs
     }
 
-    /// (signature, doc) of every document of the batch, sorted; freezes the lexicon from
-    /// this batch when the index has none yet.
-    pub fn signatures(
-        &mut self,
-        catalog: &Catalog,
-        filter: ImatchFilter,
-    ) -> Result<Vec<(u64, u32)>> {
+    /// (signature, doc) of every document of the batch (one per lexicon), sorted; freezes
+    /// the lexicon from this batch when the index has none yet.
+    pub fn signatures(&mut self, catalog: &Catalog, o: &ImatchOptions) -> Result<Vec<(u64, u32)>> {
         let Some(lex) = self.lexicon(catalog)? else {
             return Ok(Vec::new());
         };
         let mut v: Vec<(u64, u32)> = self
             .docs
             .iter()
-            .map(|(d, terms)| (lex.signature(terms, filter), *d))
+            .flat_map(|(d, terms)| lex.signatures(terms, o).into_iter().map(|s| (s, *d)))
             .collect();
         v.sort_unstable();
+        v.dedup();
         Ok(v)
     }
 
@@ -254,23 +291,40 @@ fn classes(view: &View) -> Result<Vec<Vec<u32>>> {
     Ok(out)
 }
 
-/// Clusters of two or more documents (every document is in exactly one signature class).
+/// Clusters of two or more documents. With one lexicon every document is in exactly one
+/// signature class; with several, the clusters are the connected components of "some
+/// signature agrees" (a document may share different signatures with different documents).
 pub fn clusters(view: &View) -> Result<Vec<Vec<u32>>> {
-    let mut c: Vec<Vec<u32>> = classes(view)?.into_iter().filter(|g| g.len() > 1).collect();
+    let classes = classes(view)?;
+    if classes.iter().all(|g| g.len() < 2) {
+        return Ok(Vec::new());
+    }
+    let mut c: Vec<Vec<u32>> = crate::cluster::components(
+        classes
+            .iter()
+            .flat_map(|g| g.windows(2).map(|w| (w[0], w[1]))),
+    );
+    for g in &mut c {
+        g.sort_unstable();
+    }
     c.sort_unstable();
     Ok(c)
 }
 
-/// Every pair of documents with the same signature.
+/// Every pair of documents with a signature in common.
 pub fn pairs(view: &View) -> Result<Vec<MethodPair>> {
     let mut out = Vec::new();
     for g in classes(view)? {
         for (i, &a) in g.iter().enumerate() {
             for &b in &g[i + 1..] {
-                out.push(MethodPair::new(a, b, 1.0));
+                if a != b {
+                    out.push(MethodPair::new(a, b, 1.0));
+                }
             }
         }
     }
+    out.sort_unstable_by_key(|p| (p.a, p.b));
+    out.dedup_by_key(|p| (p.a, p.b));
     Ok(out)
 }
 

@@ -18,6 +18,7 @@
 //! segment (format-spec/segment.md) and, for I-Match, into the catalog
 //! (format-spec/rocksdb.md).
 
+pub mod boilerplate;
 pub mod csim;
 pub mod dsc;
 pub mod exact;
@@ -44,8 +45,8 @@ use crate::threshold::Threshold;
 use crate::view::View;
 
 pub use options::{
-    DscOptions, ImatchFilter, ImatchOptions, MethodArgs, MethodOptions, SimhashOptions,
-    SimhashWeight,
+    DscOptions, ImatchFilter, ImatchOptions, MethodArgs, MethodOptions, SimhashFeatures,
+    SimhashOptions, SimhashWeight,
 };
 
 /// A near-duplicate method.
@@ -175,7 +176,14 @@ pub fn pairs(
                 .collect()
         }
         Method::Simhash => {
-            let mut v = simhash::pairs(view, opts.simhash_tables()?)?;
+            let verify = match opts.simhash.and_then(|s| s.verify_threshold()) {
+                Some(threshold) => Some(simhash::Verify {
+                    sample: index.options().sample()?,
+                    threshold,
+                }),
+                None => None,
+            };
+            let mut v = simhash::pairs(view, opts.simhash_tables()?, verify)?;
             if let Some(t) = threshold {
                 v.retain(|p| p.similarity >= t.as_f64());
             }

@@ -31,14 +31,121 @@ pub struct SimhashOptions {
     /// Token weights of the stored simhashes; absent (records written before it existed): tf.
     #[serde(default, skip_serializing_if = "SimhashWeight::is_tf")]
     pub weight: SimhashWeight,
+    /// What the simhash is computed over; absent (records written before it existed): words.
+    #[serde(default, skip_serializing_if = "SimhashFeatures::is_words")]
+    pub features: SimhashFeatures,
+    /// Boilerplate filter: features in more than this percentage of the documents of the
+    /// first batch are left out of the simhash (format-spec/fingerprints.md §8.2). Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boilerplate: Option<u32>,
+    /// Candidate verification: a pair within Hamming distance k is reported only when the
+    /// resemblance of its stored shingle features reaches this percentage (§8.3). Absent:
+    /// no verification (every pair within k is reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<u32>,
 }
 
 impl Default for SimhashOptions {
+    /// The default of a new index (format-spec/fingerprints.md §8.3): 64-bit simhash over the
+    /// distinct word shingles, k = DEFAULT_K over DEFAULT_BLOCKS, candidates verified at
+    /// resemblance >= DEFAULT_VERIFY %. Indexes created before store their own options.
     fn default() -> Self {
+        SimhashOptions {
+            k: DEFAULT_K,
+            blocks: DEFAULT_BLOCKS,
+            weight: SimhashWeight::Tf,
+            features: SimhashFeatures::Shingles,
+            boilerplate: None,
+            verify: Some(DEFAULT_VERIFY),
+        }
+    }
+}
+
+/// Default Hamming distance of new indexes' simhash tables (Manku's k = 3 is kept for word
+/// simhashes; shingle simhashes of pairs at resemblance 0.8 differ in ~10 of 64 bits, so
+/// k = 10 finds 0.91 of them on llvm-docs and 0.88 on the rust docs; EVALUATION.md §3).
+pub const DEFAULT_K: u32 = 10;
+/// Default blocks: C(11, 10) = 11 tables with 5- and 6-bit prefixes.
+pub const DEFAULT_BLOCKS: u32 = 11;
+/// Default verification threshold (percent resemblance of the stored features).
+pub const DEFAULT_VERIFY: u32 = 80;
+
+impl SimhashOptions {
+    /// Manku's original setting as stored by indexes created before the shingle default:
+    /// word tokens, tf weights, k = 3 over 6 blocks, no verification.
+    pub fn words_tf() -> Self {
         SimhashOptions {
             k: manku::DEFAULT_K,
             blocks: manku::DEFAULT_BLOCKS,
             weight: SimhashWeight::Tf,
+            features: SimhashFeatures::Words,
+            boilerplate: None,
+            verify: None,
+        }
+    }
+
+    /// True when the stored simhash is the catalog's (tf over words, no filter).
+    pub fn is_catalog_simhash(&self) -> bool {
+        self.features == SimhashFeatures::Words
+            && self.weight == SimhashWeight::Tf
+            && self.boilerplate.is_none()
+    }
+
+    /// The verification threshold, if any.
+    pub fn verify_threshold(&self) -> Option<crate::threshold::Threshold> {
+        self.verify
+            .map(|p| crate::threshold::Threshold::from_ratio(p as u64, 100))
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.boilerplate.is_some_and(|p| p == 0 || p > 100) {
+            return Err(Error::InvalidArgument(format!(
+                "simhash boilerplate filter must be a percentage in 1..=100 (got {})",
+                self.boilerplate.unwrap_or(0)
+            )));
+        }
+        if self.verify.is_some_and(|p| p > 100) {
+            return Err(Error::InvalidArgument(format!(
+                "simhash verification threshold must be a percentage in 0..=100 (got {})",
+                self.verify.unwrap_or(0)
+            )));
+        }
+        if self.weight == SimhashWeight::Idf && self.features != SimhashFeatures::Words {
+            return Err(Error::InvalidArgument(
+                "simhash: idf weights apply to word features only (--simhash-features words)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The features of the stored simhash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SimhashFeatures {
+    /// Every word occurrence (Charikar/Manku; the catalog's simhash, §8).
+    #[default]
+    Words,
+    /// Every distinct shingle of the index's shingle kind, weight 1 (§8.2).
+    Shingles,
+}
+
+impl SimhashFeatures {
+    pub fn is_words(&self) -> bool {
+        *self == SimhashFeatures::Words
+    }
+}
+
+impl std::str::FromStr for SimhashFeatures {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "words" => Ok(SimhashFeatures::Words),
+            "shingles" => Ok(SimhashFeatures::Shingles),
+            _ => Err(Error::InvalidArgument(format!(
+                "invalid simhash features {s:?} (expected words or shingles)"
+            ))),
         }
     }
 }
@@ -186,14 +293,80 @@ impl From<ImatchFilter> for String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImatchOptions {
     pub filter: ImatchFilter,
+    /// Signatures per document (Kolcz et al. 2004): the lexicon itself and `lexicons - 1`
+    /// randomized copies of it, each missing about `drop` % of its terms
+    /// (format-spec/fingerprints.md §13.1). Absent (records written before it existed): 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub lexicons: u32,
+    /// Percentage of the lexicon's terms each randomized copy leaves out. Absent: 0 (only
+    /// meaningful with lexicons > 1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub drop: u32,
 }
+
+fn one() -> u32 {
+    1
+}
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// Largest number of I-Match lexicons (signatures per document).
+pub const MAX_IMATCH_LEXICONS: u32 = 64;
+/// Default share of the terms a randomized lexicon leaves out (percent).
+pub const DEFAULT_IMATCH_DROP: u32 = 90;
 
 impl Default for ImatchOptions {
     fn default() -> Self {
         ImatchOptions {
             filter: ImatchFilter::IdfL(10),
+            lexicons: 1,
+            drop: 0,
         }
     }
+}
+
+impl ImatchOptions {
+    pub fn validate(&self) -> Result<()> {
+        if self.lexicons == 0 || self.lexicons > MAX_IMATCH_LEXICONS || self.drop >= 100 {
+            return Err(Error::InvalidArgument(format!(
+                "I-Match lexicons must be in 1..={MAX_IMATCH_LEXICONS} and the share they drop \
+                 in 0..=99 % (got {} lexicons, {} %)",
+                self.lexicons, self.drop
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Parses `--imatch-lexicons K` or `K:P` (P = percent of the terms each randomized lexicon
+/// drops, default [`DEFAULT_IMATCH_DROP`]).
+pub fn parse_imatch_lexicons(s: &str) -> Result<(u32, u32)> {
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "invalid I-Match lexicons {s:?} (expected K or K:P, e.g. 10:30)"
+        ))
+    };
+    let (k, p) = match s.split_once(':') {
+        Some((k, p)) => (k, Some(p)),
+        None => (s, None),
+    };
+    let k: u32 = k.trim().parse().map_err(|_| bad())?;
+    let p: u32 = match p {
+        Some(p) => p.trim().parse().map_err(|_| bad())?,
+        None if k > 1 => DEFAULT_IMATCH_DROP,
+        None => 0,
+    };
+    let o = ImatchOptions {
+        filter: ImatchFilter::IdfL(10),
+        lexicons: k,
+        drop: p,
+    };
+    o.validate()?;
+    Ok((k, p))
 }
 
 fn not_stored(method: &str, flag: &str) -> Error {
@@ -223,6 +396,7 @@ impl MethodOptions {
 
     pub fn validate(&self) -> Result<()> {
         if let Some(s) = &self.simhash {
+            s.validate()?;
             PermutedTables::new(s.k, s.blocks)?;
             if PermutedTables::new(s.k, s.blocks)?.tables()
                 > crate::segment::SIMHASH_MAX_TABLES as usize
@@ -238,6 +412,9 @@ impl MethodOptions {
         if let Some(d) = &self.dsc {
             d.validate()?;
         }
+        if let Some(i) = &self.imatch {
+            i.validate()?;
+        }
         Ok(())
     }
 
@@ -251,7 +428,21 @@ impl MethodOptions {
             } else {
                 ", idf-weighted"
             };
-            v.push(format!("simhash (k={}, blocks={}{w})", s.k, s.blocks));
+            let f = if s.features.is_words() {
+                ""
+            } else {
+                ", shingles"
+            };
+            let b = s
+                .boilerplate
+                .map_or(String::new(), |p| format!(", boilerplate > {p}%"));
+            let vf = s
+                .verify
+                .map_or(String::new(), |p| format!(", verified at {p}%"));
+            v.push(format!(
+                "simhash (k={}, blocks={}{w}{f}{b}{vf})",
+                s.k, s.blocks
+            ));
         }
         if let Some(d) = &self.dsc {
             v.push(format!(
@@ -269,7 +460,14 @@ impl MethodOptions {
             v.push("c-sim".to_string());
         }
         if let Some(i) = &self.imatch {
-            v.push(format!("imatch ({})", i.filter));
+            if i.lexicons > 1 {
+                v.push(format!(
+                    "imatch ({}, {} lexicons, {}% dropped)",
+                    i.filter, i.lexicons, i.drop
+                ));
+            } else {
+                v.push(format!("imatch ({})", i.filter));
+            }
         }
         v.join(", ")
     }
@@ -304,6 +502,12 @@ impl MethodOptions {
     /// (I-Match, idf-weighted simhash).
     pub fn needs_terms(&self) -> bool {
         self.imatch.is_some() || self.simhash.is_some_and(|s| s.weight == SimhashWeight::Idf)
+    }
+
+    /// True when the stored simhash needs the batch's frozen frequent-feature set (the
+    /// boilerplate filter), so it is computed at the end of the batch.
+    pub fn needs_frequent(&self) -> bool {
+        self.simhash.is_some_and(|s| s.boilerplate.is_some())
     }
 
     pub fn imatch(&self) -> Result<ImatchOptions> {
@@ -343,6 +547,13 @@ pub struct MethodArgs {
     pub b_agree: Option<u32>,
     pub imatch_filter: Option<ImatchFilter>,
     pub simhash_weight: Option<SimhashWeight>,
+    pub simhash_features: Option<SimhashFeatures>,
+    /// Percentage (1..=100); 0 or None: no filter.
+    pub simhash_boilerplate: Option<u32>,
+    /// Percentage (0..=100); `Some(None)`: explicitly no verification.
+    pub simhash_verify: Option<Option<u32>>,
+    /// (K, drop %).
+    pub imatch_lexicons: Option<(u32, u32)>,
 }
 
 impl MethodArgs {
@@ -353,7 +564,11 @@ impl MethodArgs {
             || self.supershingle.is_some()
             || self.b_agree.is_some()
             || self.imatch_filter.is_some()
-            || self.simhash_weight.is_some();
+            || self.simhash_weight.is_some()
+            || self.simhash_features.is_some()
+            || self.simhash_boilerplate.is_some()
+            || self.simhash_verify.is_some()
+            || self.imatch_lexicons.is_some();
         let Some(list) = &self.methods else {
             if params {
                 return Err(Error::InvalidArgument(
@@ -374,10 +589,30 @@ impl MethodArgs {
         let dd = DscOptions::default();
         let o = MethodOptions::from_list(
             &list,
-            SimhashOptions {
-                k: self.simhash_k.unwrap_or(sd.k),
-                blocks: self.simhash_blocks.unwrap_or(sd.blocks),
-                weight: self.simhash_weight.unwrap_or(sd.weight),
+            {
+                let weight = self.simhash_weight.unwrap_or(sd.weight);
+                // idf weights are defined over words: asking for them alone means words.
+                let features = self
+                    .simhash_features
+                    .unwrap_or(if weight == SimhashWeight::Idf {
+                        SimhashFeatures::Words
+                    } else {
+                        sd.features
+                    });
+                // Word simhashes keep Manku's k = 3 / 6 blocks unless told otherwise.
+                let base = if features.is_words() {
+                    SimhashOptions::words_tf()
+                } else {
+                    sd
+                };
+                SimhashOptions {
+                    k: self.simhash_k.unwrap_or(base.k),
+                    blocks: self.simhash_blocks.unwrap_or(base.blocks),
+                    weight,
+                    features,
+                    boilerplate: self.simhash_boilerplate.filter(|&p| p > 0),
+                    verify: self.simhash_verify.unwrap_or(base.verify),
+                }
             },
             DscOptions {
                 minhash: self.minhash.unwrap_or(dd.minhash),
@@ -389,6 +624,8 @@ impl MethodArgs {
                 filter: self
                     .imatch_filter
                     .unwrap_or(ImatchOptions::default().filter),
+                lexicons: self.imatch_lexicons.map_or(1, |l| l.0),
+                drop: self.imatch_lexicons.map_or(0, |l| l.1),
             },
         );
         o.validate()?;

@@ -69,23 +69,41 @@ impl Index {
                 }
                 Method::Simhash => {
                     let tables = mo.simhash_tables()?;
-                    // idf weights: the lexicon the stored simhashes used (none yet: the
+                    let so = mo.simhash.unwrap_or_default();
+                    // The stored simhashes' definition: idf weights use the lexicon they were
+                    // computed with, the boilerplate filter its frozen set (none yet: the
                     // index is empty and nothing can be found).
-                    let q = if mo
-                        .simhash
-                        .is_some_and(|s| s.weight == super::SimhashWeight::Idf)
-                    {
+                    let q = if so.weight == super::SimhashWeight::Idf {
                         imatch::Lexicon::load(self.catalog())?
                             .map(|lex| super::idf_simhash::simhash(&lex, &x.terms))
+                    } else if so.boilerplate.is_some() {
+                        super::boilerplate::Frequent::load(self.catalog())?.map(|fr| {
+                            let f = writer::simhash_features(&canon.text, &fp, &fo, &so);
+                            writer::simhash_value(&f, Some(&fr))
+                        })
                     } else {
-                        Some(fp.simhash)
+                        x.simhash
                     };
                     let found = match q {
                         Some(q) => simhash::query(view, &tables, q)?,
                         None => Vec::new(),
                     };
+                    let verify = so.verify_threshold().map(|threshold| simhash::Verify {
+                        sample: fo.sample,
+                        threshold,
+                    });
+                    let mut feats = Vec::new();
                     for (d, h) in found {
-                        let s = simhash::similarity(h);
+                        let mut s = simhash::similarity(h);
+                        if let Some(v) = &verify {
+                            if !view.features_into(d, &mut feats)? {
+                                continue;
+                            }
+                            match v.check(&fp.features, &feats) {
+                                Some(r) => s = r,
+                                None => continue,
+                            }
+                        }
                         if threshold.is_none_or(|t| s >= t.as_f64()) {
                             hits.push(MethodHit {
                                 hamming: Some(h),
@@ -121,19 +139,22 @@ impl Index {
                 Method::Imatch => {
                     let im = mo.imatch()?;
                     if let Some(lex) = imatch::Lexicon::load(self.catalog())? {
-                        let sig = lex.signature(&x.terms, im.filter);
-                        for s in &view.segments {
-                            if s.entry.doc_hi <= s.entry.doc_lo {
-                                continue;
-                            }
-                            if let Some(list) = s.seg.get_postings(imatch::IMATCH, sig)? {
-                                list.for_each(|d| {
-                                    if view.is_live(d) {
-                                        hits.push(hit(d, 1.0))
-                                    }
-                                });
+                        for sig in lex.signatures(&x.terms, &im) {
+                            for s in &view.segments {
+                                if s.entry.doc_hi <= s.entry.doc_lo {
+                                    continue;
+                                }
+                                if let Some(list) = s.seg.get_postings(imatch::IMATCH, sig)? {
+                                    list.for_each(|d| {
+                                        if view.is_live(d) {
+                                            hits.push(hit(d, 1.0))
+                                        }
+                                    });
+                                }
                             }
                         }
+                        hits.sort_by_key(|h| h.doc);
+                        hits.dedup_by_key(|h| h.doc);
                     }
                 }
                 Method::Megashingle => {

@@ -9,14 +9,19 @@
 //! - all pairs: per table, every segment's entries merged into one sorted list, cut into runs
 //!   of equal prefix, every pair of a run checked; pairs found by several tables are deduped.
 //!
-//! Similarity is reported as 1 - hamming/64 (so k = 3 means similarity >= 0.953).
+//! Similarity is reported as 1 - hamming/64 (so k = 3 means similarity >= 0.953), or, when
+//! the index verifies candidates (`verify`, format-spec/fingerprints.md §8.3), as the
+//! resemblance of the two documents' stored shingle features, and only pairs reaching the
+//! verification threshold are reported.
 
 use std::collections::HashSet;
 
 use crate::error::{Error, Result};
 use crate::fingerprint::manku::PermutedTables;
 use crate::fingerprint::simhash::hamming;
+use crate::fingerprint::Sample;
 use crate::segment::{self, simhash_table};
+use crate::threshold::Threshold;
 use crate::view::View;
 
 use super::{missing_table, table_postings, MethodPair};
@@ -32,8 +37,55 @@ fn pair(a: u32, b: u32, h: u32) -> MethodPair {
     p
 }
 
+/// Candidate verification: the stored features compared under the index's sampling.
+#[derive(Clone, Copy, Debug)]
+pub struct Verify {
+    pub sample: Sample,
+    pub threshold: Threshold,
+}
+
+impl Verify {
+    /// The resemblance of `a` and `b` if it reaches the threshold.
+    pub fn check(&self, a: &[u64], b: &[u64]) -> Option<f64> {
+        self.sample
+            .verify(a, b, self.threshold)
+            .map(|ov| ov.resemblance)
+    }
+}
+
+/// Every pair of live documents whose simhashes differ in at most k bits (and, with
+/// `verify`, whose stored features reach its resemblance threshold).
+pub fn pairs(
+    view: &View,
+    tables: PermutedTables,
+    verify: Option<Verify>,
+) -> Result<Vec<MethodPair>> {
+    let mut found = candidate_pairs(view, tables)?;
+    let Some(v) = verify else {
+        return Ok(found);
+    };
+    // Sorted by a, so each document's features are read once as the left side.
+    found.sort_unstable_by_key(|p| (p.a, p.b));
+    let (mut fa, mut fb) = (Vec::new(), Vec::new());
+    let mut left: Option<(u32, bool)> = None;
+    let mut out = Vec::with_capacity(found.len());
+    for mut p in found {
+        if left.is_none_or(|(d, _)| d != p.a) {
+            left = Some((p.a, view.features_into(p.a, &mut fa)?));
+        }
+        if left.is_some_and(|(_, ok)| !ok) || !view.features_into(p.b, &mut fb)? {
+            continue;
+        }
+        if let Some(r) = v.check(&fa, &fb) {
+            p.similarity = r;
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
 /// Every pair of live documents whose simhashes differ in at most k bits.
-pub fn pairs(view: &View, tables: PermutedTables) -> Result<Vec<MethodPair>> {
+fn candidate_pairs(view: &View, tables: PermutedTables) -> Result<Vec<MethodPair>> {
     let k = tables.k();
     let mut seen: HashSet<(u32, u32)> = HashSet::new();
     let mut out = Vec::new();

@@ -14,7 +14,10 @@ use crate::fingerprint::{
 use crate::segment::{self, simhash_table, SegmentWriter};
 use crate::store::{Catalog, CatalogBatch};
 
-use super::{dsc, imatch, simhash as msim, MethodOptions, SimhashWeight};
+use super::boilerplate::Frequent;
+use super::{
+    dsc, imatch, simhash as msim, MethodOptions, SimhashFeatures, SimhashOptions, SimhashWeight,
+};
 
 /// What the methods need from one document, computed next to its fingerprint.
 #[derive(Clone, Debug, Default)]
@@ -23,6 +26,58 @@ pub struct DocExtras {
     pub sim384: Option<[u64; 6]>,
     /// Sorted unique word hashes (I-Match terms).
     pub terms: Vec<u64>,
+    /// The simhash the SIMHASH tables store, when it can be computed from the document alone
+    /// (None: it needs the batch's frozen statistics, see `sim_features`, or idf weights).
+    pub simhash: Option<u64>,
+    /// With the boilerplate filter: the simhash's features (word hashes in text order, or
+    /// the sorted distinct shingles), filtered and hashed at the end of the batch.
+    pub sim_features: Vec<u64>,
+}
+
+/// The full (unsampled) shingle set of a text, sorted and unique.
+fn full_shingle_set(text: &str, fp: &Fingerprint, fo: &FingerprintOptions) -> Vec<u64> {
+    if fo.sample == Sample::All {
+        return fp.features.clone();
+    }
+    let mut set = match fo.shingle {
+        ShingleKind::Words(w) => {
+            let bytes: Vec<u8> = fingerprint::words(text)
+                .flat_map(|w| hash::word_hash(w).to_le_bytes())
+                .collect();
+            shingle::word_shingles(&bytes, w as usize)
+        }
+        ShingleKind::Chars(n) => shingle::char_shingles(text, n as usize),
+    };
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
+/// The features a simhash of options `s` is computed over (format-spec/fingerprints.md §8.2):
+/// word hashes in text order (tf: repeats count) or the distinct shingles.
+pub fn simhash_features(
+    text: &str,
+    fp: &Fingerprint,
+    fo: &FingerprintOptions,
+    s: &SimhashOptions,
+) -> Vec<u64> {
+    match s.features {
+        SimhashFeatures::Words => fingerprint::words(text).map(hash::word_hash).collect(),
+        SimhashFeatures::Shingles => full_shingle_set(text, fp, fo),
+    }
+}
+
+/// The simhash of features from [`simhash_features`], without the frozen frequent ones.
+pub fn simhash_value(features: &[u64], frequent: Option<&Frequent>) -> u64 {
+    simhash::simhash_of_set(features, |f| frequent.is_none_or(|fr| !fr.contains(f)))
+}
+
+/// The distinct features of each document, for learning the frequent set.
+fn distinct(features: &[u64]) -> Vec<u64> {
+    let mut v = features.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// The extras of one canonical text for the enabled methods.
@@ -36,21 +91,23 @@ pub fn extras(
     if fp.words == 0 {
         return x;
     }
+    if let Some(s) = &mo.simhash {
+        if s.weight == SimhashWeight::Idf {
+            // computed at the end of the batch from the terms and the frozen lexicon
+        } else if s.boilerplate.is_some() {
+            x.sim_features = simhash_features(text, fp, fo, s);
+        } else if s.features.is_words() {
+            x.simhash = Some(fp.simhash);
+        } else {
+            x.simhash = Some(simhash_value(&simhash_features(text, fp, fo, s), None));
+        }
+    }
     if let Some(d) = &mo.dsc {
         if fo.sample == Sample::All {
             x.supers = dsc::supershingles(&fp.features, d);
         } else {
             // The features are a sample: min-hash needs the full shingle set.
-            let set = match fo.shingle {
-                ShingleKind::Words(w) => {
-                    let bytes: Vec<u8> = fingerprint::words(text)
-                        .flat_map(|w| hash::word_hash(w).to_le_bytes())
-                        .collect();
-                    shingle::word_shingles(&bytes, w as usize)
-                }
-                ShingleKind::Chars(n) => shingle::char_shingles(text, n as usize),
-            };
-            x.supers = dsc::supershingles(&set, d);
+            x.supers = dsc::supershingles(&full_shingle_set(text, fp, fo), d);
         }
     }
     if mo.sim384 {
@@ -75,6 +132,12 @@ pub struct MethodWriter {
     terms: imatch::BatchTerms,
     /// I-Match signatures computed already (delta documents), written instead of `terms`'.
     stored_sigs: Option<Vec<(u64, u32)>>,
+    /// Boilerplate filter: (doc, simhash features) waiting for the frozen frequent set.
+    sim_features: Vec<(u32, Vec<u64>)>,
+    /// The frequent set frozen by this batch (the first), to publish.
+    frozen_frequent: Option<Frequent>,
+    /// The deferred simhashes have been computed into `simhashes`.
+    deferred_done: bool,
 }
 
 impl MethodWriter {
@@ -87,6 +150,9 @@ impl MethodWriter {
             sim384: Vec::new(),
             terms: imatch::BatchTerms::default(),
             stored_sigs: None,
+            sim_features: Vec::new(),
+            frozen_frequent: None,
+            deferred_done: false,
         }
     }
 
@@ -96,8 +162,12 @@ impl MethodWriter {
         if fp.words == 0 {
             return;
         }
-        if self.opts.simhash.is_some() {
-            self.simhashes.push((doc, fp.simhash));
+        if let Some(so) = &self.opts.simhash {
+            match x.simhash {
+                Some(h) => self.simhashes.push((doc, h)),
+                None if so.boilerplate.is_some() => self.sim_features.push((doc, x.sim_features)),
+                None => {} // idf: computed from the terms at the end of the batch
+            }
         }
         if self.opts.dsc.is_some_and(|d| d.megashingles) {
             let m = fingerprint::minhash::megashingles(&x.supers);
@@ -134,29 +204,59 @@ impl MethodWriter {
     /// them, by document (online adds keep them in the delta). Empty without I-Match.
     pub fn imatch_signatures(&mut self, catalog: &Catalog) -> Result<Vec<(u64, u32)>> {
         match self.opts.imatch {
-            Some(im) => self.terms.signatures(catalog, im.filter),
+            Some(im) => self.terms.signatures(catalog, &im),
             None => Ok(Vec::new()),
         }
     }
 
-    /// Writes the enabled methods' tables into the batch's segment.
-    pub fn write_tables(&mut self, w: &mut SegmentWriter, catalog: &Catalog) -> Result<()> {
-        if self
-            .opts
-            .simhash
-            .is_some_and(|s| s.weight == SimhashWeight::Idf)
-        {
-            // Replace the tf simhashes by idf-weighted ones over the (frozen) lexicon; the
-            // terms were collected for every document with words, in the same order.
+    /// The simhashes that need the batch's frozen statistics (idf weights, the boilerplate
+    /// filter), computed once: freezes the lexicon or the frequent set from this batch when
+    /// the index has none. Returns (doc, simhash) of those documents.
+    pub fn deferred_simhashes(&mut self, catalog: &Catalog) -> Result<Vec<(u32, u64)>> {
+        let mut out = Vec::new();
+        if self.deferred_done {
+            return Ok(out);
+        }
+        self.deferred_done = true;
+        let Some(so) = self.opts.simhash else {
+            return Ok(out);
+        };
+        if so.weight == SimhashWeight::Idf {
+            // idf-weighted simhashes over the (frozen) lexicon; the terms were collected for
+            // every document with words, in the same order.
             if let Some(lex) = self.terms.lexicon(catalog)? {
-                self.simhashes = self
+                out = self
                     .terms
                     .docs()
                     .iter()
                     .map(|(d, t)| (*d, super::idf_simhash::simhash(&lex, t)))
                     .collect();
             }
+        } else if let Some(p) = so.boilerplate {
+            let fr = match Frequent::load(catalog)? {
+                Some(f) => f,
+                None if self.sim_features.is_empty() => return Ok(out),
+                None => {
+                    let sets: Vec<Vec<u64>> =
+                        self.sim_features.iter().map(|(_, f)| distinct(f)).collect();
+                    let f = Frequent::learn(sets.iter().map(|s| s.as_slice()), p);
+                    self.frozen_frequent = Some(f.clone());
+                    f
+                }
+            };
+            out = self
+                .sim_features
+                .iter()
+                .map(|(d, f)| (*d, simhash_value(f, Some(&fr))))
+                .collect();
         }
+        self.simhashes.extend(out.iter().copied());
+        Ok(out)
+    }
+
+    /// Writes the enabled methods' tables into the batch's segment.
+    pub fn write_tables(&mut self, w: &mut SegmentWriter, catalog: &Catalog) -> Result<()> {
+        self.deferred_simhashes(catalog)?;
         if self.opts.simhash.is_some() {
             let tables = self.opts.simhash_tables()?;
             for t in 0..tables.tables() {
@@ -185,7 +285,7 @@ impl MethodWriter {
                     s.sort_unstable();
                     s
                 }
-                None => self.terms.signatures(catalog, im.filter)?,
+                None => self.terms.signatures(catalog, &im)?,
             };
             write_postings(w, imatch::IMATCH, &sigs)?;
         }
@@ -196,6 +296,9 @@ impl MethodWriter {
     pub fn stage(&self, catalog: &Catalog, wb: &mut CatalogBatch<'_>) -> Result<()> {
         if self.opts.needs_terms() {
             self.terms.stage(catalog, wb)?;
+        }
+        if let Some(f) = &self.frozen_frequent {
+            f.stage(wb);
         }
         Ok(())
     }

@@ -4,7 +4,25 @@
 use crate::error::{Error, Result};
 use crate::fingerprint::adaptive::{with_groups, SizeGroups};
 use crate::fingerprint::{FingerprintOptions, Sample, ShingleKind};
-use crate::method::{ImatchFilter, MethodArgs, SimhashWeight};
+use crate::method::{ImatchFilter, MethodArgs, SimhashFeatures, SimhashWeight};
+
+/// `none` | `off` (no verification) or a threshold in whole percent (`0.8`, `0.85`).
+fn parse_verify(s: &str) -> Result<Option<u32>> {
+    let l = s.trim().to_ascii_lowercase();
+    if l == "none" || l == "off" {
+        return Ok(None);
+    }
+    let t: Threshold = l
+        .parse()
+        .map_err(|e| Error::InvalidArgument(format!("simhash verification: {e}")))?;
+    let p = t.as_f64() * 100.0;
+    if (p - p.round()).abs() > 1e-9 {
+        return Err(Error::InvalidArgument(format!(
+            "simhash verification threshold {s:?} must be a whole percentage (e.g. 0.8)"
+        )));
+    }
+    Ok(Some(p.round() as u32))
+}
 use crate::options::CreateOptions;
 use crate::threshold::Threshold;
 
@@ -32,6 +50,15 @@ pub struct CreateSpec {
     pub imatch_filter: Option<String>,
     /// `tf | idf`.
     pub simhash_weight: Option<String>,
+    /// `words | shingles`.
+    pub simhash_features: Option<String>,
+    /// Boilerplate filter: features in more than P % of the first batch's documents are left
+    /// out of the simhash (0: none).
+    pub simhash_boilerplate: Option<u32>,
+    /// Candidate verification threshold (`0.8`) or `none`.
+    pub simhash_verify: Option<String>,
+    /// I-Match lexicons `K` or `K:P` (Kolcz et al.).
+    pub imatch_lexicons: Option<String>,
     /// Commonality limit (at least 1).
     pub max_df: Option<u32>,
     /// Site rule for keys that are paths: `path:N` (default `path:1`).
@@ -69,6 +96,21 @@ impl CreateSpec {
             self.imatch_filter.as_deref().map(str::parse).transpose()?;
         let simhash_weight: Option<SimhashWeight> =
             self.simhash_weight.as_deref().map(str::parse).transpose()?;
+        let simhash_features: Option<SimhashFeatures> = self
+            .simhash_features
+            .as_deref()
+            .map(str::parse)
+            .transpose()?;
+        let simhash_verify = self
+            .simhash_verify
+            .as_deref()
+            .map(parse_verify)
+            .transpose()?;
+        let imatch_lexicons = self
+            .imatch_lexicons
+            .as_deref()
+            .map(crate::method::options::parse_imatch_lexicons)
+            .transpose()?;
         Ok(CreateOptions {
             shingle,
             sample,
@@ -82,6 +124,10 @@ impl CreateSpec {
                 b_agree: self.b_agree,
                 imatch_filter,
                 simhash_weight,
+                simhash_features,
+                simhash_boilerplate: self.simhash_boilerplate,
+                simhash_verify,
+                imatch_lexicons,
             }
             .resolve()?,
             max_df: self.max_df,

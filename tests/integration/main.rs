@@ -27,6 +27,7 @@ mod lifecycle_readers;
 mod lifecycle_verify;
 mod method_adaptive;
 mod method_idf_simhash;
+mod method_imatch_lexicons;
 mod method_imatch_reference;
 mod method_mega_csim;
 mod method_properties;
