@@ -527,12 +527,11 @@ impl<'a> V2View<'a> {
 
     #[inline]
     pub fn value(&self, i: usize) -> Option<&'a [u8]> {
-        let start = match i {
-            0 => 0,
-            _ => self.ends.get(i - 1)? as usize,
+        let (start, end) = match i {
+            0 => (0, self.ends.get(0)?),
+            _ => self.ends.get_pair(i)?,
         };
-        let end = self.ends.get(i)? as usize;
-        self.values.get(start..end)
+        self.values.get(start as usize..end as usize)
     }
 }
 

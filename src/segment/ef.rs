@@ -157,6 +157,26 @@ pub fn encode(
     debug_assert_eq!(out.len() - start, lay.bytes().unwrap_or(0));
 }
 
+/// Position of the set bit number `r` (0-based) of `w`; `r < w.count_ones()`.
+#[inline]
+fn select_in_word(mut w: u64, mut r: u32) -> u32 {
+    let mut base = 0;
+    // Skip whole bytes first (at most 7), then clear the remaining lower set bits (at most 7).
+    loop {
+        let c = (w & 0xff).count_ones();
+        if r < c || base >= 56 {
+            break;
+        }
+        r -= c;
+        w >>= 8;
+        base += 8;
+    }
+    for _ in 0..r {
+        w &= w.wrapping_sub(1);
+    }
+    base + w.trailing_zeros()
+}
+
 /// A borrowed Elias-Fano sequence.
 #[derive(Clone, Copy, Debug)]
 pub struct EfView<'a> {
@@ -262,10 +282,7 @@ impl<'a> EfView<'a> {
         loop {
             let c = bits.count_ones() as usize;
             if r < c {
-                for _ in 0..r {
-                    bits &= bits - 1;
-                }
-                pos = w * 64 + bits.trailing_zeros() as usize;
+                pos = w * 64 + select_in_word(bits, r as u32) as usize;
                 return (pos < self.lay.high_bits).then_some(pos);
             }
             r -= c;
@@ -296,10 +313,7 @@ impl<'a> EfView<'a> {
             }
             let c = bits.count_ones() as usize;
             if r < c {
-                for _ in 0..r {
-                    bits &= bits - 1;
-                }
-                return Some(w * 64 + bits.trailing_zeros() as usize);
+                return Some(w * 64 + select_in_word(bits, r as u32) as usize);
             }
             r -= c;
             w += 1;
@@ -315,6 +329,71 @@ impl<'a> EfView<'a> {
     pub fn get(&self, i: usize) -> Option<u64> {
         let p = self.select1(i)?;
         Some((((p - i) as u64) << self.lay.l) | self.low(i))
+    }
+
+    /// Values `i - 1` and `i` (`i >= 1`) with one select: value `i` is at the next one bit.
+    #[inline]
+    pub fn get_pair(&self, i: usize) -> Option<(u64, u64)> {
+        if i == 0 || i >= self.lay.n {
+            return None;
+        }
+        let p = self.select1(i - 1)?;
+        // Next one bit after p.
+        let mut w = (p + 1) / 64;
+        let words = self.lay.high_bits.div_ceil(64);
+        let shift = (p + 1) % 64;
+        let mut bits = if shift == 0 {
+            self.word(w)
+        } else {
+            self.word(w) & (u64::MAX << shift)
+        };
+        while bits == 0 {
+            w += 1;
+            if w >= words {
+                return None;
+            }
+            bits = self.word(w);
+        }
+        let q = w * 64 + bits.trailing_zeros() as usize;
+        let a = (((p - (i - 1)) as u64) << self.lay.l) | self.low(i - 1);
+        let b = (((q - i) as u64) << self.lay.l) | self.low(i);
+        Some((a, b))
+    }
+
+    /// Appends `base + value` for every value to `out`: the sequential decode, in one loop.
+    pub fn decode_into(&self, base: u64, out: &mut Vec<u64>) {
+        let (n, l) = (self.lay.n, self.lay.l);
+        out.reserve(n);
+        let words = self.lay.high_bits.div_ceil(64);
+        let (mut i, mut w) = (0usize, 0usize);
+        // Fast path: 8 readable bytes and shift + l <= 64 (l <= 56).
+        let fast_until = if l <= 56 {
+            (self.low.len().saturating_sub(8) * 8) / (l.max(1) as usize)
+        } else {
+            0
+        };
+        let mask = if l == 0 { 0 } else { u64::MAX >> (64 - l) };
+        while w < words && i < n {
+            let mut bits = self.word(w);
+            while bits != 0 && i < n {
+                let pos = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let high = ((pos - i) as u64) << l;
+                let low = if l == 0 {
+                    0
+                } else if i < fast_until {
+                    let bit = i * l as usize;
+                    let b = bit / 8;
+                    let word = u64::from_le_bytes(self.low[b..b + 8].try_into().unwrap_or([0; 8]));
+                    (word >> (bit % 8)) & mask
+                } else {
+                    self.low(i)
+                };
+                out.push(base.wrapping_add(high | low));
+                i += 1;
+            }
+            w += 1;
+        }
     }
 
     /// Index of the first value `>= x` (`len()` if none), and whether it equals `x`.
@@ -345,18 +424,25 @@ impl<'a> EfView<'a> {
                 None => return (n, false),
             }
         };
-        while i < n && pos < self.lay.high_bits {
-            if read_bits(self.high, pos, 1) == 0 {
-                break; // end of bucket h: the next value has a larger high part
+        // The bucket is the run of ones from `pos`; the zero after it ends bucket h, and the
+        // next value has a larger high part.
+        loop {
+            let run = read_bits(self.high, pos, 64).trailing_ones() as usize;
+            for _ in 0..run {
+                if i >= n {
+                    return (n, false);
+                }
+                let lo = self.low(i);
+                if lo >= xl {
+                    return (i, lo == xl);
+                }
+                i += 1;
             }
-            let lo = self.low(i);
-            if lo >= xl {
-                return (i, lo == xl);
+            if run < 64 || pos >= self.lay.high_bits {
+                return (i.min(n), false);
             }
-            i += 1;
-            pos += 1;
+            pos += 64;
         }
-        (i.min(n), false)
     }
 
     /// The values in order (stops early only on a malformed vector).
@@ -499,7 +585,16 @@ mod tests {
             assert_eq!(ef.iter().collect::<Vec<_>>(), v);
             for (i, &x) in v.iter().enumerate() {
                 assert_eq!(ef.get(i), Some(x), "get {i}");
+                if i > 0 {
+                    assert_eq!(ef.get_pair(i), Some((v[i - 1], x)), "get_pair {i}");
+                }
             }
+            assert_eq!(ef.get_pair(0), None);
+            let mut d = vec![7];
+            ef.decode_into(3, &mut d);
+            assert_eq!(d[0], 7);
+            assert!(d[1..].iter().zip(v).all(|(a, b)| *a == b.wrapping_add(3)));
+            assert_eq!(d.len(), v.len() + 1);
             assert_eq!(ef.get(v.len()), None);
             let mut probes: Vec<u64> = v
                 .iter()

@@ -116,7 +116,17 @@ impl<'a> U64List<'a> {
     }
 
     pub fn to_vec(&self) -> Vec<u64> {
-        self.iter().collect()
+        let mut v = Vec::with_capacity(self.len());
+        self.extend_into(&mut v);
+        v
+    }
+
+    /// Appends the values to `out` (the fast way to decode a whole list).
+    pub fn extend_into(&self, out: &mut Vec<u64>) {
+        match self {
+            U64List::Raw(s) => out.extend(s.iter()),
+            U64List::Packed { first, ef, .. } => ef.decode_into(*first, out),
+        }
     }
 
     /// Whether the values are strictly increasing and complete (the FORWARD invariant).
