@@ -265,7 +265,7 @@ impl View {
             if doc >= lo && doc < hi {
                 let seg = &self.segments[si].seg;
                 if let Some(v) = seg.get_u64s(segment::FORWARD, doc as u64)? {
-                    out.extend(v.iter());
+                    v.extend_into(out);
                     return Ok(true);
                 }
             }

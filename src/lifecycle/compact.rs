@@ -153,6 +153,7 @@ impl Index {
 
         w.begin_table(segment::FORWARD)?;
         let mut prev: Option<u64> = None;
+        let mut fwd_buf = Vec::new();
         merge_tables(&segs, segment::FORWARD, |doc, values| {
             if values.len() > 1 || prev == Some(doc) {
                 return Err(Error::corrupt(
@@ -166,7 +167,16 @@ impl Index {
                 s.deleted_docs_dropped += 1;
             } else {
                 s.docs += 1;
-                w.add(doc, values[0].1)?;
+                // A FORWARD value's form depends on its segment's format version: values of
+                // older segments are rewritten in the current form.
+                let (i, v) = values[0];
+                if segs[i].format_version() == w.format_version() {
+                    w.add(doc, v)?;
+                } else {
+                    fwd_buf.clear();
+                    segment::encode_u64s(&segs[i].decode_u64s(v)?.to_vec(), &mut fwd_buf);
+                    w.add(doc, &fwd_buf)?;
+                }
             }
             Ok(())
         })?;

@@ -310,7 +310,7 @@ fn check_tables(
     let mut mine = RoaringBitmap::new();
     for item in seg.iter(segment::FORWARD) {
         let (key, v) = item?;
-        let n = segment::decode_u64s(v)?.len() as u32;
+        let n = seg.decode_u64s(v)?.len() as u32;
         if key < e.doc_lo as u64 || key >= e.doc_hi as u64 || key >= next_doc as u64 {
             r.at(
                 &name,

@@ -9,6 +9,8 @@ use std::io::{self, Write};
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
+use super::ef::{self, EfView, Layout};
+
 /// Bytes of the block's entry count.
 pub const BLOCK_HEADER_LEN: usize = 4;
 /// Fixed bytes per entry in a block: an 8-byte key and a 4-byte value end.
@@ -19,10 +21,16 @@ pub const fn block_len(n: usize, values_len: usize) -> usize {
     BLOCK_HEADER_LEN + n * ENTRY_OVERHEAD + values_len
 }
 
-/// One block being filled by the writer. Keys and ends are kept already encoded so the block is
-/// written with three `write_all`s and no copy.
+/// One block being filled by the writer. Version 1 keeps keys and ends already encoded so the
+/// block is written with three `write_all`s and no copy; version 2 keeps the keys and ends as
+/// numbers and Elias-Fano codes them when the block is written.
 #[derive(Default)]
 pub struct BlockBuilder {
+    /// Format version 2 (else 1).
+    v2: bool,
+    key_list: Vec<u64>,
+    end_list: Vec<u64>,
+    scratch: Vec<u8>,
     n: usize,
     first_key: u64,
     last_key: u64,
@@ -40,13 +48,39 @@ pub struct WrittenBlock {
 }
 
 impl BlockBuilder {
+    /// A builder for blocks of format `version` (1 or 2).
+    pub fn new(version: u32) -> Self {
+        BlockBuilder {
+            v2: version >= 2,
+            ..Default::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
 
     /// Encoded size of the block so far.
     pub fn encoded_len(&self) -> usize {
-        block_len(self.n, self.values.len())
+        if self.v2 {
+            v2_block_len(self.n, self.last_key - self.first_key, self.values.len())
+        } else {
+            block_len(self.n, self.values.len())
+        }
+    }
+
+    /// Encoded size of the block once `key` with a value of `value_len` bytes is added.
+    pub fn len_after(&self, key: u64, value_len: usize) -> usize {
+        if self.v2 {
+            let first = if self.n == 0 { key } else { self.first_key };
+            v2_block_len(
+                self.n + 1,
+                key.wrapping_sub(first),
+                self.values.len() + value_len,
+            )
+        } else {
+            block_len(self.n + 1, self.values.len() + value_len)
+        }
     }
 
     /// Appends an entry. The caller has checked key order and that the block stays within
@@ -57,8 +91,13 @@ impl BlockBuilder {
         }
         self.last_key = key;
         self.n += 1;
-        self.keys.extend_from_slice(&key.to_le_bytes());
         self.values.extend_from_slice(value);
+        if self.v2 {
+            self.key_list.push(key - self.first_key);
+            self.end_list.push(self.values.len() as u64);
+            return;
+        }
+        self.keys.extend_from_slice(&key.to_le_bytes());
         // The caller keeps block_len <= u32::MAX, hence values.len() fits.
         self.ends
             .extend_from_slice(&(self.values.len() as u32).to_le_bytes());
@@ -66,6 +105,9 @@ impl BlockBuilder {
 
     /// Writes the block to `out`, resets the builder and returns its index data.
     pub fn write_to(&mut self, out: &mut impl Write) -> io::Result<WrittenBlock> {
+        if self.v2 {
+            return self.write_v2(out);
+        }
         let len = self.encoded_len();
         let mut crc = crc32fast::Hasher::new();
         let n = (self.n as u32).to_le_bytes();
@@ -91,16 +133,100 @@ impl BlockBuilder {
     }
 }
 
-/// A parsed block borrowed from the mapped file. `parse` checks only sizes (O(1)); `validate`
-/// checks every invariant (O(n)) and is run once per block, after its crc.
+/// A parsed block of either format version borrowed from the mapped file. `parse` checks only
+/// sizes (O(1)); `validate` checks every invariant (O(n)) and is run once per block, after its
+/// crc.
 #[derive(Clone, Copy)]
-pub struct BlockView<'a> {
+pub enum BlockView<'a> {
+    V1(V1View<'a>),
+    V2(V2View<'a>),
+}
+
+impl<'a> BlockView<'a> {
+    /// Splits a block of format `version` into its regions; `Err((offset in block, reason))`
+    /// if the sizes don't add up.
+    #[inline]
+    pub fn parse_version(bytes: &'a [u8], version: u32) -> Result<Self, (usize, String)> {
+        if version >= 2 {
+            V2View::parse(bytes).map(BlockView::V2)
+        } else {
+            V1View::parse(bytes).map(BlockView::V1)
+        }
+    }
+
+    /// A version-1 block.
+    #[cfg(test)]
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, (usize, String)> {
+        Self::parse_version(bytes, 1)
+    }
+
+    pub fn validate(&self, first_key: u64, last_key: u64) -> Result<(), (usize, String)> {
+        match self {
+            BlockView::V1(v) => v.validate(first_key, last_key),
+            BlockView::V2(v) => v.validate(first_key, last_key),
+        }
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        match self {
+            BlockView::V1(v) => v.len(),
+            BlockView::V2(v) => v.len(),
+        }
+    }
+
+    /// Key of entry `i`; 0 if out of range (callers index below `len()`).
+    #[inline]
+    pub fn key(&self, i: usize) -> u64 {
+        match self {
+            BlockView::V1(v) => v.key(i),
+            BlockView::V2(v) => v.key(i),
+        }
+    }
+
+    /// Index of the first entry whose key is >= `key` (`len()` if none).
+    #[inline]
+    pub fn lower_bound(&self, key: u64) -> usize {
+        match self {
+            BlockView::V1(v) => v.lower_bound(key),
+            BlockView::V2(v) => v.lower_bound(key).0,
+        }
+    }
+
+    /// Index of the entry with this key.
+    #[inline]
+    pub fn find(&self, key: u64) -> Option<usize> {
+        match self {
+            BlockView::V1(v) => {
+                let i = v.lower_bound(key);
+                (i < v.len() && v.key(i) == key).then_some(i)
+            }
+            BlockView::V2(v) => match v.lower_bound(key) {
+                (i, true) => Some(i),
+                _ => None,
+            },
+        }
+    }
+
+    /// Value of entry `i`, or `None` if its ends are out of range (only in unvalidated blocks).
+    #[inline]
+    pub fn value(&self, i: usize) -> Option<&'a [u8]> {
+        match self {
+            BlockView::V1(v) => v.value(i),
+            BlockView::V2(v) => v.value(i),
+        }
+    }
+}
+
+/// A version-1 block: `[n][keys][value ends][values]`, fixed widths.
+#[derive(Clone, Copy)]
+pub struct V1View<'a> {
     keys: &'a [[u8; 8]],
     ends: &'a [[u8; 4]],
     values: &'a [u8],
 }
 
-impl<'a> BlockView<'a> {
+impl<'a> V1View<'a> {
     /// Splits a block into its regions; `Err((offset in block, reason))` if the sizes don't add up.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, (usize, String)> {
         let Some(n_bytes) = bytes.get(..BLOCK_HEADER_LEN) else {
@@ -126,7 +252,7 @@ impl<'a> BlockView<'a> {
         let keys_end = BLOCK_HEADER_LEN + 8 * n;
         let (keys, _) = bytes[BLOCK_HEADER_LEN..keys_end].as_chunks::<8>();
         let (ends, _) = bytes[keys_end..fixed].as_chunks::<4>();
-        Ok(BlockView {
+        Ok(V1View {
             keys,
             ends,
             values: &bytes[fixed..],
@@ -254,6 +380,158 @@ impl<'a> BlockView<'a> {
         };
         let end = u32::from_le_bytes(*self.ends.get(i)?) as usize;
         self.values.get(start..end)
+    }
+}
+
+// ---- format version 2 ----
+
+/// Bytes of a version-2 block header: n u32, values length u32, first key u64, key span u64.
+pub const V2_HEADER_LEN: usize = 24;
+
+/// Encoded size of a version-2 block with `n >= 1` entries, keys spanning `span` (last - first)
+/// and `values_len` value bytes (`usize::MAX` if it could not exist).
+pub fn v2_block_len(n: usize, span: u64, values_len: usize) -> usize {
+    let keys = Layout::new(n, span, true, true).and_then(|l| l.bytes());
+    let ends = Layout::new(n, values_len as u64, true, false).and_then(|l| l.bytes());
+    match (keys, ends) {
+        (Some(k), Some(e)) => V2_HEADER_LEN
+            .saturating_add(k)
+            .saturating_add(e)
+            .saturating_add(values_len),
+        _ => usize::MAX,
+    }
+}
+
+impl BlockBuilder {
+    fn write_v2(&mut self, out: &mut impl Write) -> io::Result<WrittenBlock> {
+        let n = self.n;
+        let span = self.last_key - self.first_key;
+        let b = &mut self.scratch;
+        b.clear();
+        b.extend_from_slice(&(n as u32).to_le_bytes());
+        b.extend_from_slice(&(self.values.len() as u32).to_le_bytes());
+        b.extend_from_slice(&self.first_key.to_le_bytes());
+        b.extend_from_slice(&span.to_le_bytes());
+        ef::encode(self.key_list.iter().copied(), n, span, true, true, b);
+        let vlen = self.values.len() as u64;
+        ef::encode(self.end_list.iter().copied(), n, vlen, true, false, b);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(b);
+        crc.update(&self.values);
+        out.write_all(b)?;
+        out.write_all(&self.values)?;
+        let len = b.len() + self.values.len();
+        debug_assert_eq!(len, v2_block_len(n, span, self.values.len()));
+        let block = WrittenBlock {
+            first_key: self.first_key,
+            last_key: self.last_key,
+            len: len as u32,
+            crc: crc.finalize(),
+        };
+        self.n = 0;
+        self.key_list.clear();
+        self.end_list.clear();
+        self.values.clear();
+        Ok(block)
+    }
+}
+
+/// A version-2 block: a 24-byte header, the keys minus the first key and the value ends as
+/// Elias-Fano sequences with samples, then the values.
+#[derive(Clone, Copy)]
+pub struct V2View<'a> {
+    first_key: u64,
+    span: u64,
+    keys: EfView<'a>,
+    ends: EfView<'a>,
+    values: &'a [u8],
+}
+
+impl<'a> V2View<'a> {
+    /// Splits a block into its regions; `Err((offset in block, reason))` if the sizes don't add up.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, (usize, String)> {
+        let Some(head) = bytes.first_chunk::<V2_HEADER_LEN>() else {
+            return Err((
+                0,
+                format!("block of {} bytes is shorter than its header", bytes.len()),
+            ));
+        };
+        let n = LE::read_u32(&head[0..4]) as usize;
+        let values_len = LE::read_u32(&head[4..8]) as usize;
+        let first_key = LE::read_u64(&head[8..16]);
+        let span = LE::read_u64(&head[16..24]);
+        let total = v2_block_len(n, span, values_len);
+        if n == 0 || total != bytes.len() {
+            return Err((
+                0,
+                format!(
+                    "{n} entries, key span {span} and {values_len} value bytes do not make a block of {} bytes",
+                    bytes.len()
+                ),
+            ));
+        }
+        let body = &bytes[V2_HEADER_LEN..];
+        let bad = || (V2_HEADER_LEN, "block regions out of range".to_string());
+        let (keys, rest) = EfView::parse(body, n, span, true, true).ok_or_else(bad)?;
+        let (ends, values) =
+            EfView::parse(rest, n, values_len as u64, true, false).ok_or_else(bad)?;
+        if values.len() != values_len {
+            return Err(bad());
+        }
+        Ok(V2View {
+            first_key,
+            span,
+            keys,
+            ends,
+            values,
+        })
+    }
+
+    /// Checks both sequences (keys strictly increasing, ends non-decreasing and ending at the
+    /// values length, samples) and the first/last keys recorded in the block index.
+    pub fn validate(&self, first_key: u64, last_key: u64) -> Result<(), (usize, String)> {
+        if self.first_key != first_key || self.first_key.checked_add(self.span) != Some(last_key) {
+            return Err((8, "keys disagree with the block index".to_string()));
+        }
+        let keys_at = V2_HEADER_LEN;
+        self.keys
+            .validate(self.span, true)
+            .map_err(|(o, r)| (keys_at + o, format!("keys: {r}")))?;
+        let ends_at = keys_at + self.keys.layout().bytes().unwrap_or(0);
+        self.ends
+            .validate(self.values.len() as u64, false)
+            .map_err(|(o, r)| (ends_at + o, format!("value ends: {r}")))?;
+        Ok(())
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    #[inline]
+    pub fn key(&self, i: usize) -> u64 {
+        self.keys
+            .get(i)
+            .map_or(0, |k| self.first_key.wrapping_add(k))
+    }
+
+    /// (index of the first key >= `key`, whether it is equal).
+    #[inline]
+    pub fn lower_bound(&self, key: u64) -> (usize, bool) {
+        if key < self.first_key {
+            return (0, false);
+        }
+        self.keys.lower_bound(key - self.first_key)
+    }
+
+    #[inline]
+    pub fn value(&self, i: usize) -> Option<&'a [u8]> {
+        let (start, end) = match i {
+            0 => (0, self.ends.get(0)?),
+            _ => self.ends.get_pair(i)?,
+        };
+        self.values.get(start as usize..end as usize)
     }
 }
 

@@ -7,8 +7,11 @@
 
 use byteorder::{ByteOrder, LittleEndian as LE};
 
-/// Format version written by this build (and the only one it reads).
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version written by this build. It reads every version from `MIN_FORMAT_VERSION` up
+/// to this one (format-spec/segment.md, version history).
+pub const FORMAT_VERSION: u32 = 2;
+/// Oldest format version this build reads.
+pub const MIN_FORMAT_VERSION: u32 = 1;
 
 /// First 8 bytes of every segment. The high-bit first byte and the trailing `\n` catch 7-bit and
 /// line-ending-mangling transfers, as in PNG.
@@ -65,10 +68,10 @@ const B_CRC: usize = B_LEN + 4;
 pub const INDEX_ENTRY_LEN: usize = B_CRC + 4;
 
 /// The file header (its only variable field is the version).
-pub fn encode_header() -> [u8; HEADER_LEN] {
+pub fn encode_header(version: u32) -> [u8; HEADER_LEN] {
     let mut b = [0u8; HEADER_LEN];
     b[H_MAGIC..H_VERSION].copy_from_slice(&HEADER_MAGIC);
-    LE::write_u32(&mut b[H_VERSION..H_RESERVED], FORMAT_VERSION);
+    LE::write_u32(&mut b[H_VERSION..H_RESERVED], version);
     // H_RESERVED stays zero.
     b
 }
@@ -269,6 +272,6 @@ mod tests {
             crc: 5,
         };
         assert_eq!(BlockRef::decode(&r.encode()), r);
-        assert_eq!(&encode_header()[..8], b"\x89NDDSEG\n");
+        assert_eq!(&encode_header(2)[..8], b"\x89NDDSEG\n");
     }
 }

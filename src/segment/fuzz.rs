@@ -7,13 +7,28 @@
 use std::path::Path;
 
 use super::block::BlockView;
-use super::{decode_postings, decode_u64s, Segment};
+use super::{decode_postings, decode_u64s_version, Segment};
 
-/// Parses `bytes` as one data block and reads every key and value.
+/// Parses `bytes` as one data block of format version 1 and reads every key and value.
 pub fn block(bytes: &[u8]) -> usize {
-    let Ok(view) = BlockView::parse(bytes) else {
+    block_version(bytes, 1)
+}
+
+/// Parses `bytes` as one data block of format version 2 (the Elias-Fano block codec) and
+/// reads every key and value; when it validates, checks that `find`, `lower_bound` and `key`
+/// agree with each other.
+pub fn block_v2(bytes: &[u8]) -> usize {
+    block_version(bytes, 2)
+}
+
+fn block_version(bytes: &[u8], version: u32) -> usize {
+    let Ok(view) = BlockView::parse_version(bytes, version) else {
         return 0;
     };
+    // Unvalidated accessors must not panic either.
+    for i in [0, 1, view.len().saturating_sub(1), view.len()] {
+        let _ = (view.key(i), view.value(i), view.lower_bound(i as u64));
+    }
     let n = view.len();
     let (first, last) = if n > 0 {
         (view.key(0), view.key(n - 1))
@@ -24,14 +39,24 @@ pub fn block(bytes: &[u8]) -> usize {
         return 0;
     }
     let mut total = 0;
+    let mut prev: Option<u64> = None;
     for i in 0..n {
         total += view.value(i).map_or(0, <[u8]>::len);
-        let _ = view.lower_bound(view.key(i));
+        let k = view.key(i);
+        assert!(prev.is_none_or(|p| p < k), "validated keys increase");
+        prev = Some(k);
+        assert_eq!(view.lower_bound(k), i);
+        assert_eq!(view.find(k), Some(i));
+        if k > 0 && (i == 0 || view.key(i - 1) != k - 1) {
+            assert_eq!(view.find(k - 1), None);
+            assert_eq!(view.lower_bound(k - 1), i);
+        }
+        assert!(view.value(i).is_some(), "validated values are in range");
     }
     total
 }
 
-/// Decodes `bytes` as a posting-list value and as a u64-list value.
+/// Decodes `bytes` as a posting-list value and as a u64-list value of both format versions.
 pub fn values(bytes: &[u8]) -> usize {
     let mut n = 0;
     if let Ok(p) = decode_postings(bytes) {
@@ -39,12 +64,48 @@ pub fn values(bytes: &[u8]) -> usize {
         let _ = p.contains(7);
         let _ = p.to_bitmap().len();
     }
-    if let Ok(v) = decode_u64s(bytes) {
-        n += v.iter().count();
-        let _ = v.is_strictly_increasing();
-        let _ = v.intersect_count(&[1, 2, 3, u64::MAX]);
+    for version in [1, 2] {
+        if let Ok(v) = decode_u64s_version(bytes, version) {
+            n += v.iter().count();
+            let _ = v.is_strictly_increasing();
+            let _ = v.intersect_count(&[1, 2, 3, u64::MAX]);
+        }
     }
     n
+}
+
+/// Round trip of the version-2 value codecs on values derived from `bytes`: the posting ids
+/// and FORWARD hashes it spells (as u32 / u64 LE words, sorted and deduplicated) must come back
+/// exactly. Panics on a mismatch (a codec bug).
+pub fn round_trip(bytes: &[u8]) {
+    let mut ids: Vec<u32> = bytes
+        .chunks(4)
+        .map(|c| {
+            let mut w = [0u8; 4];
+            w[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(w)
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = Vec::new();
+    super::encode_postings(&ids, &mut out);
+    let back = decode_postings(&out).map(|l| l.to_vec());
+    assert_eq!(back.ok().as_ref(), Some(&ids), "posting list round trip");
+    let mut hashes: Vec<u64> = bytes
+        .chunks(8)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        })
+        .collect();
+    hashes.sort_unstable();
+    hashes.dedup();
+    out.clear();
+    super::encode_u64s(&hashes, &mut out);
+    let back = decode_u64s_version(&out, 2).map(|l| l.to_vec());
+    assert_eq!(back.ok().as_ref(), Some(&hashes), "forward list round trip");
 }
 
 /// Opens the segment file at `path` and reads it all: every table, entry and value codec, the

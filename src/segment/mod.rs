@@ -17,6 +17,7 @@
 //! Reading: `Segment::open(path)?.get(POSTINGS, hash)?`, `.iter(FORWARD)`, `.range(..)`.
 
 mod block;
+mod ef;
 mod format;
 #[doc(hidden)]
 pub mod fuzz;
@@ -32,16 +33,18 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use format::FORMAT_VERSION;
+pub use format::{FORMAT_VERSION, MIN_FORMAT_VERSION};
 pub use postings::{
-    decode_postings, encode_bitmap, encode_postings, PostingIter, PostingList, RAW_MAX, TAG_RAW,
-    TAG_ROARING,
+    decode_postings, encode_bitmap, encode_postings, encode_postings_v1, PostingIter, PostingList,
+    RAW_MAX, TAG_RAW, TAG_ROARING,
 };
 pub use reader::{Entries, Segment};
 pub use seek::Seeker;
-pub use u64s::{decode_u64s, encode_u64s, U64Slice};
+pub use u64s::{
+    decode_u64s, decode_u64s_version, encode_u64s, encode_u64s_v1, U64List, U64ListIter, U64Slice,
+};
 pub use verify::{Problem, VerifyReport};
-pub use writer::SegmentWriter;
+pub use writer::{SegmentWriter, FORMAT_ENV};
 
 /// Table of shingle/feature hash -> posting list (see `encode_postings`).
 pub const POSTINGS: u32 = 1;
@@ -96,8 +99,9 @@ pub const fn value_kind(id: u32) -> ValueKind {
 pub const DEFAULT_BLOCK_TARGET: usize = 32 * 1024;
 /// No block may exceed this (its length is a u32 in the block index).
 pub const MAX_BLOCK_LEN: usize = u32::MAX as usize;
-/// Largest value a table can hold (a block of one entry of this size is `MAX_BLOCK_LEN`).
-pub const MAX_VALUE_LEN: usize = MAX_BLOCK_LEN - block::block_len(1, 0);
+/// Largest value a table can hold (a block of one entry of this size fits `MAX_BLOCK_LEN` in
+/// either format: version 2's one-entry block has at most 64 bytes besides its value).
+pub const MAX_VALUE_LEN: usize = MAX_BLOCK_LEN - 64;
 
 /// What a finished segment holds (returned by `SegmentWriter::finish`, or `Segment::meta`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

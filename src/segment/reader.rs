@@ -17,7 +17,7 @@ use crate::error::{Error, IoResultExt, Result};
 use super::block::BlockView;
 use super::format::BlockRef;
 use super::postings::{decode_postings, PostingList, VALUE_PATH};
-use super::u64s::{decode_u64s, U64Slice};
+use super::u64s::{decode_u64s_version, U64List};
 use super::{SegmentMeta, TableMeta};
 
 /// An open segment.
@@ -26,6 +26,8 @@ pub struct Segment {
     pub(super) map: Mmap,
     /// Sorted by table id.
     pub(super) tables: Vec<Table>,
+    /// Format version of the file (1 or 2): how blocks and FORWARD values are laid out.
+    pub(super) version: u32,
 }
 
 pub(super) struct Table {
@@ -77,8 +79,18 @@ impl Segment {
         // truncating the file would break this, as for every mmap-based store; that is outside
         // the engine's contract.)
         let map = unsafe { Mmap::map(&file) }.at(&path)?;
-        let (tables, _) = super::verify::check_layout(&path, &map)?;
-        Ok(Segment { path, map, tables })
+        let (tables, footer) = super::verify::check_layout(&path, &map)?;
+        Ok(Segment {
+            path,
+            map,
+            tables,
+            version: footer.version,
+        })
+    }
+
+    /// Format version of the file (format-spec/segment.md): 1 or 2.
+    pub fn format_version(&self) -> u32 {
+        self.version
     }
 
     /// The file this segment was opened from.
@@ -160,10 +172,9 @@ impl Segment {
             _ => return Ok(None),
         }
         let view = self.block(t, bi)?;
-        let i = view.lower_bound(key);
-        if i >= view.len() || view.key(i) != key {
+        let Some(i) = view.find(key) else {
             return Ok(None);
-        }
+        };
         self.value(t, bi, &view, i).map(Some)
     }
 
@@ -176,11 +187,17 @@ impl Segment {
     }
 
     /// `get` + `decode_u64s` (e.g. a FORWARD entry); errors name this file and offset.
-    pub fn get_u64s(&self, table: u32, key: u64) -> Result<Option<U64Slice<'_>>> {
+    pub fn get_u64s(&self, table: u32, key: u64) -> Result<Option<U64List<'_>>> {
         match self.get(table, key)? {
             None => Ok(None),
-            Some(v) => decode_u64s(v).map(Some).map_err(|e| self.rebase(e, v)),
+            Some(v) => self.decode_u64s(v).map(Some),
         }
+    }
+
+    /// Decodes a FORWARD value of this segment (its form depends on the format version);
+    /// errors name this file and the value's offset.
+    pub fn decode_u64s<'v>(&self, v: &'v [u8]) -> Result<U64List<'v>> {
+        decode_u64s_version(v, self.version).map_err(|e| self.rebase(e, v))
     }
 
     /// All entries of `table` in key order.
@@ -227,11 +244,11 @@ impl Segment {
         // Relaxed is enough: the bit only caches the outcome of a pure function of immutable
         // bytes; a thread that misses it just checks the block again.
         if flags.is_some_and(|f| f.load(Ordering::Relaxed) & bit != 0) {
-            if let Ok(view) = BlockView::parse(bytes) {
+            if let Ok(view) = BlockView::parse_version(bytes, self.version) {
                 return Ok(view);
             }
         }
-        let view = check_block(&self.path, b, bytes)?;
+        let view = check_block(&self.path, b, bytes, self.version)?;
         if let Some(f) = flags {
             f.fetch_or(bit, Ordering::Relaxed);
         }
@@ -272,7 +289,12 @@ impl Segment {
 }
 
 /// Checks a block's crc, then its structure against its index entry.
-pub(super) fn check_block<'a>(path: &Path, b: &BlockRef, bytes: &'a [u8]) -> Result<BlockView<'a>> {
+pub(super) fn check_block<'a>(
+    path: &Path,
+    b: &BlockRef,
+    bytes: &'a [u8],
+    version: u32,
+) -> Result<BlockView<'a>> {
     let computed = crc32fast::hash(bytes);
     if computed != b.crc {
         return Err(Error::ChecksumMismatch {
@@ -285,7 +307,7 @@ pub(super) fn check_block<'a>(path: &Path, b: &BlockRef, bytes: &'a [u8]) -> Res
     let at = |(off, reason): (usize, String)| {
         Error::corrupt(path, b.offset + off as u64, format!("block: {reason}"))
     };
-    let view = BlockView::parse(bytes).map_err(at)?;
+    let view = BlockView::parse_version(bytes, version).map_err(at)?;
     view.validate(b.first_key, b.last_key).map_err(at)?;
     Ok(view)
 }

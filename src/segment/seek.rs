@@ -85,10 +85,9 @@ impl<'a> Seeker<'a> {
         let Some(view) = &self.view else {
             return Ok(None);
         };
-        let i = view.lower_bound(key);
-        if i >= view.len() || view.key(i) != key {
+        let Some(i) = view.find(key) else {
             return Ok(None);
-        }
+        };
         self.seg.value(t, self.block, view, i).map(Some)
     }
 

@@ -14,13 +14,14 @@ use super::block::block_len;
 use super::format::*;
 use super::reader::{Segment, Table};
 use super::writer::table_meta;
-use super::{decode_postings, decode_u64s, value_kind, ValueKind};
+use super::{decode_postings, decode_u64s_version, value_kind, ValueKind};
 
 fn corrupt(path: &Path, offset: u64, reason: impl Into<String>) -> Error {
     Error::corrupt(path, offset, reason)
 }
 
-/// Validates everything but the data blocks; returns the tables sorted by id.
+/// Validates everything but the data blocks; returns the tables sorted by id (and the footer,
+/// whose `version` says how to read the blocks and values).
 pub(super) fn check_layout(path: &Path, map: &[u8]) -> Result<(Vec<Table>, Footer)> {
     let len = map.len() as u64;
     let (Some(head), Some(foot)) = (
@@ -50,7 +51,7 @@ pub(super) fn check_layout(path: &Path, map: &[u8]) -> Result<(Vec<Table>, Foote
         });
     }
     let version = LE::read_u32(&foot[F_VERSION..F_FOOTER_CRC]);
-    if version != FORMAT_VERSION {
+    if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(Error::UnsupportedFormatVersion {
             path: path.into(),
             found: version,
@@ -344,7 +345,7 @@ impl Segment {
                     // A validated block always has its values in range.
                     let Some(v) = view.value(i) else { continue };
                     value_bytes += v.len() as u64;
-                    if let Some(e) = check_value(t.meta.id, v) {
+                    if let Some(e) = check_value(t.meta.id, v, self.version) {
                         let mut p = Problem::from_error(&self.path, &self.rebase(e, v));
                         p.reason = format!("table {} key {}: {}", t.meta.id, view.key(i), p.reason);
                         report.problems.push(p);
@@ -369,10 +370,10 @@ impl Segment {
 }
 
 /// Codec check of one value, by table kind.
-fn check_value(table: u32, v: &[u8]) -> Option<Error> {
+fn check_value(table: u32, v: &[u8], version: u32) -> Option<Error> {
     match value_kind(table) {
         ValueKind::Postings => decode_postings(v).err(),
-        ValueKind::U64s => match decode_u64s(v) {
+        ValueKind::U64s => match decode_u64s_version(v, version) {
             Err(e) => Some(e),
             Ok(s) if !s.is_strictly_increasing() => Some(super::postings::bad_value(
                 0,

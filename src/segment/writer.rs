@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoResultExt, Result};
 
-use super::block::{BlockBuilder, ENTRY_OVERHEAD};
+use super::block::BlockBuilder;
 use super::format::{
     encode_header, BlockRef, DirEntry, Footer, DIR_ENTRY_LEN, FOOTER_LEN, FORMAT_VERSION,
     HEADER_LEN, INDEX_ENTRY_LEN,
@@ -45,7 +45,15 @@ pub struct SegmentWriter {
     poisoned: bool,
     /// Fsync the file and its directory in `finish` (not for private temporary segments).
     durable: bool,
+    /// Format version being written (`FORMAT_VERSION`, or 1 for compatibility tests).
+    version: u32,
+    /// Scratch for values transcoded to format version 1.
+    v1_buf: Vec<u8>,
 }
+
+/// Environment variable that makes `SegmentWriter::create` write format version 1 (testing and
+/// before/after benchmarks only: the compatibility tests build version-1 indexes with it).
+pub const FORMAT_ENV: &str = "NDD_SEGMENT_FORMAT";
 
 impl SegmentWriter {
     /// Starts `<dir>/<name>.tmp` with the default block target (32 KiB).
@@ -60,6 +68,29 @@ impl SegmentWriter {
         name: &str,
         block_target: usize,
     ) -> Result<Self> {
+        let version = match std::env::var(FORMAT_ENV).ok().as_deref() {
+            Some("1") => 1,
+            _ => FORMAT_VERSION,
+        };
+        Self::create_version(dir, name, block_target, version)
+    }
+
+    /// Like `create_with_block_target`, writing format `version` (1 or 2). Values are given in
+    /// the current format's codecs (`encode_postings`, `encode_u64s`); a version-1 writer
+    /// transcodes posting lists and FORWARD lists to version 1's forms. For tests of old
+    /// segments.
+    #[doc(hidden)]
+    pub fn create_version(
+        dir: impl AsRef<Path>,
+        name: &str,
+        block_target: usize,
+        version: u32,
+    ) -> Result<Self> {
+        if !(super::format::MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot write segment format version {version}"
+            )));
+        }
         let dir = dir.as_ref().to_path_buf();
         if name.is_empty()
             || name.contains(['/', '\\'])
@@ -88,13 +119,15 @@ impl SegmentWriter {
             out: BufWriter::with_capacity(256 * 1024, file),
             pos: 0,
             block_target: block_target.max(1),
-            block: BlockBuilder::default(),
+            block: BlockBuilder::new(version),
             table: None,
             done: Vec::new(),
             poisoned: false,
             durable: true,
+            version,
+            v1_buf: Vec::new(),
         };
-        if let Err(e) = w.write(&encode_header()) {
+        if let Err(e) = w.write(&encode_header(version)) {
             // The caller never got a writer, so it cannot clean up: leave nothing behind.
             let _ = std::fs::remove_file(&w.tmp_path);
             return Err(e);
@@ -138,8 +171,39 @@ impl SegmentWriter {
         Ok(())
     }
 
+    /// Format version this writer writes.
+    pub fn format_version(&self) -> u32 {
+        self.version
+    }
+
     /// Appends an entry to the open table; `key` must be greater than the previous key.
+    /// Posting-list and FORWARD values are in the current format's codecs.
     pub fn add(&mut self, key: u64, value: &[u8]) -> Result<()> {
+        if self.version == 1 {
+            if let Some(t) = &self.table {
+                let kind = super::value_kind(t.id);
+                let mut buf = std::mem::take(&mut self.v1_buf);
+                buf.clear();
+                let done = match kind {
+                    super::ValueKind::Postings => super::decode_postings(value)
+                        .map(|l| super::postings::encode_postings_v1(&l.to_vec(), &mut buf)),
+                    super::ValueKind::U64s => super::decode_u64s(value)
+                        .map(|l| super::u64s::encode_u64s_v1(&l.to_vec(), &mut buf)),
+                    super::ValueKind::Opaque => {
+                        self.v1_buf = buf;
+                        return self.add_stored(key, value);
+                    }
+                };
+                let r = done.and_then(|()| self.add_stored(key, &buf));
+                self.v1_buf = buf;
+                return r;
+            }
+        }
+        self.add_stored(key, value)
+    }
+
+    /// `add` of a value already in this writer's format.
+    fn add_stored(&mut self, key: u64, value: &[u8]) -> Result<()> {
         self.check_usable()?;
         let Some(t) = self.table.as_mut() else {
             return Err(misuse("add() outside begin_table/end_table".to_string()));
@@ -165,7 +229,7 @@ impl SegmentWriter {
         t.value_bytes += value.len() as u64;
         // Close the block before it would pass the target. A value larger than the target thus
         // lands in a block of its own, and no block exceeds max(target, one entry).
-        let grown = self.block.encoded_len() + ENTRY_OVERHEAD + value.len();
+        let grown = self.block.len_after(key, value.len());
         if !self.block.is_empty() && (grown > self.block_target || grown > super::MAX_BLOCK_LEN) {
             self.flush_block()?;
         }
@@ -247,7 +311,7 @@ impl SegmentWriter {
             file_len: self.pos + FOOTER_LEN as u64,
             dir_crc: crc.finalize(),
             table_count: self.done.len() as u32,
-            version: FORMAT_VERSION,
+            version: self.version,
         };
         self.write(&footer.encode())?;
         debug_assert_eq!(self.pos, footer.file_len);

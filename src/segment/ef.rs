@@ -1,0 +1,675 @@
+//! Elias-Fano coding of a non-decreasing sequence of `n` u64 values in `[0, max]`
+//! (format-spec/segment.md, "Elias-Fano sequence"), the building block of format version 2:
+//! the keys and value ends of a data block, and FORWARD lists.
+//!
+//! Each value `x` is split into `l` low bits, stored packed at fixed width, and a high part
+//! `x >> l`, stored in unary: value i sets bit `(x_i >> l) + i` of the high bit vector. With
+//! `l = floor(log2(max / n))` that is at most `l + 2` bits per value, within 2 bits of the
+//! information-theoretic minimum for a sorted set, and still gives random access: value i is at
+//! the position of the i-th one bit. Blocks add *samples* (the position of every 64th one, and
+//! of every 64th zero) so that `get(i)` and `lower_bound(x)` scan at most a few words instead
+//! of the whole vector.
+//!
+//! Everything here is panic-free on arbitrary bytes: a view is built from the byte lengths the
+//! parameters imply, and accessors return `None` rather than read past the end.
+
+/// One sample per this many ones (and zeros).
+pub const SAMPLE: usize = 64;
+
+/// Number of low bits for `n` values up to `max`: `floor(log2(max / n))`, 0 when `max < n`.
+pub fn low_bits(n: usize, max: u64) -> u32 {
+    if n == 0 {
+        return 0;
+    }
+    let q = max / n as u64;
+    if q == 0 {
+        0
+    } else {
+        63 - q.leading_zeros()
+    }
+}
+
+/// Byte sizes of the regions of an Elias-Fano sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub n: usize,
+    pub l: u32,
+    /// `max >> l`: the number of zeros in the high bit vector.
+    pub high_max: u64,
+    pub low_bytes: usize,
+    pub high_bits: usize,
+    pub high_bytes: usize,
+    /// u32 positions of ones 0, 64, 128, ... (when sampled).
+    pub ones_samples: usize,
+    /// u32 positions of zeros 0, 64, 128, ... (when sampled).
+    pub zero_samples: usize,
+}
+
+impl Layout {
+    /// The layout for `n` values up to `max`; `None` if it would not fit in memory (only for
+    /// corrupt parameters).
+    pub fn new(n: usize, max: u64, ones: bool, zeros: bool) -> Option<Layout> {
+        let l = low_bits(n, max);
+        let high_max = if n == 0 { 0 } else { max >> l };
+        let low_bytes = n.checked_mul(l as usize)?.div_ceil(8);
+        let high_bits = if n == 0 {
+            0
+        } else {
+            n.checked_add(usize::try_from(high_max).ok()?)?
+        };
+        let ones_samples = if ones { n.div_ceil(SAMPLE) } else { 0 };
+        let zero_samples = if zeros {
+            usize::try_from(high_max).ok()?.div_ceil(SAMPLE)
+        } else {
+            0
+        };
+        Some(Layout {
+            n,
+            l,
+            high_max,
+            low_bytes,
+            high_bits,
+            high_bytes: high_bits.div_ceil(8),
+            ones_samples,
+            zero_samples,
+        })
+    }
+
+    /// Total encoded size in bytes.
+    pub fn bytes(&self) -> Option<usize> {
+        self.low_bytes.checked_add(self.high_bytes)?.checked_add(
+            self.ones_samples
+                .checked_add(self.zero_samples)?
+                .checked_mul(4)?,
+        )
+    }
+}
+
+/// Appends the Elias-Fano encoding of `values` (non-decreasing, all `<= max`, exactly `n`
+/// of them) to `out`, with the samples `ones` / `zeros` asks for.
+pub fn encode(
+    values: impl Iterator<Item = u64> + Clone,
+    n: usize,
+    max: u64,
+    ones: bool,
+    zeros: bool,
+    out: &mut Vec<u8>,
+) {
+    let lay = Layout::new(n, max, ones, zeros).expect("Elias-Fano layout of an in-memory list");
+    let l = lay.l;
+    // Low bits, packed LSB first.
+    let start = out.len();
+    out.reserve(lay.bytes().unwrap_or(0));
+    let mut acc: u128 = 0;
+    let mut nbits: u32 = 0;
+    if l > 0 {
+        let mask = if l == 64 { u64::MAX } else { (1u64 << l) - 1 };
+        for v in values.clone() {
+            acc |= ((v & mask) as u128) << nbits;
+            nbits += l;
+            while nbits >= 64 {
+                out.extend_from_slice(&(acc as u64).to_le_bytes());
+                acc >>= 64;
+                nbits -= 64;
+            }
+        }
+        while nbits > 0 {
+            out.push(acc as u8);
+            acc >>= 8;
+            nbits = nbits.saturating_sub(8);
+        }
+    }
+    debug_assert_eq!(out.len() - start, lay.low_bytes);
+    // High bits.
+    let high_at = out.len();
+    out.resize(high_at + lay.high_bytes, 0);
+    let mut one_pos = Vec::new();
+    let mut zero_pos = Vec::new();
+    let mut next_zero = 0u64; // zeros written before this bucket
+    for (i, v) in values.enumerate() {
+        let h = v >> l;
+        let p = h as usize + i;
+        out[high_at + p / 8] |= 1 << (p % 8);
+        if ones && i % SAMPLE == 0 {
+            one_pos.push(p as u32);
+        }
+        if zeros {
+            // Zeros h' < h sit before this one: zero j is at position j + (ones before it).
+            while next_zero < h {
+                if next_zero as usize % SAMPLE == 0 {
+                    zero_pos.push((next_zero as usize + i) as u32);
+                }
+                next_zero += 1;
+            }
+        }
+    }
+    if zeros {
+        while next_zero < lay.high_max {
+            if next_zero as usize % SAMPLE == 0 {
+                zero_pos.push((next_zero as usize + n) as u32);
+            }
+            next_zero += 1;
+        }
+    }
+    for p in one_pos.into_iter().chain(zero_pos) {
+        out.extend_from_slice(&p.to_le_bytes());
+    }
+    debug_assert_eq!(out.len() - start, lay.bytes().unwrap_or(0));
+}
+
+/// Position of the set bit number `r` (0-based) of `w`; `r < w.count_ones()`.
+#[inline]
+fn select_in_word(mut w: u64, mut r: u32) -> u32 {
+    let mut base = 0;
+    // Skip whole bytes first (at most 7), then clear the remaining lower set bits (at most 7).
+    loop {
+        let c = (w & 0xff).count_ones();
+        if r < c || base >= 56 {
+            break;
+        }
+        r -= c;
+        w >>= 8;
+        base += 8;
+    }
+    for _ in 0..r {
+        w &= w.wrapping_sub(1);
+    }
+    base + w.trailing_zeros()
+}
+
+/// A borrowed Elias-Fano sequence.
+#[derive(Clone, Copy, Debug)]
+pub struct EfView<'a> {
+    lay: Layout,
+    low: &'a [u8],
+    high: &'a [u8],
+    ones: &'a [u8],
+    zeros: &'a [u8],
+}
+
+/// Reads `width <= 64` bits at bit offset `bit` of `bytes` (zeros past the end).
+#[inline]
+pub fn read_bits(bytes: &[u8], bit: usize, width: u32) -> u64 {
+    if width == 0 {
+        return 0;
+    }
+    let (byte, shift) = (bit / 8, (bit % 8) as u32);
+    let mask = if width == 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
+    if shift + width <= 64 {
+        if let Some(w) = bytes.get(byte..byte + 8) {
+            let w = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            return (w >> shift) & mask;
+        }
+    }
+    let mut buf = [0u8; 16];
+    let avail = bytes.get(byte..).unwrap_or(&[]);
+    let k = avail.len().min(16);
+    buf[..k].copy_from_slice(&avail[..k]);
+    ((u128::from_le_bytes(buf) >> shift) as u64) & mask
+}
+
+impl<'a> EfView<'a> {
+    /// Splits `bytes` into the sequence and the rest; `None` if `bytes` is too short.
+    pub fn parse(
+        bytes: &'a [u8],
+        n: usize,
+        max: u64,
+        ones: bool,
+        zeros: bool,
+    ) -> Option<(EfView<'a>, &'a [u8])> {
+        let lay = Layout::new(n, max, ones, zeros)?;
+        if bytes.len() < lay.bytes()? {
+            return None;
+        }
+        let (low, rest) = bytes.split_at(lay.low_bytes);
+        let (high, rest) = rest.split_at(lay.high_bytes);
+        let (o, rest) = rest.split_at(lay.ones_samples * 4);
+        let (z, rest) = rest.split_at(lay.zero_samples * 4);
+        Some((
+            EfView {
+                lay,
+                low,
+                high,
+                ones: o,
+                zeros: z,
+            },
+            rest,
+        ))
+    }
+
+    pub fn len(&self) -> usize {
+        self.lay.n
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.lay
+    }
+
+    #[inline]
+    fn word(&self, w: usize) -> u64 {
+        read_bits(self.high, w * 64, 64)
+    }
+
+    #[inline]
+    fn low(&self, i: usize) -> u64 {
+        read_bits(self.low, i * self.lay.l as usize, self.lay.l)
+    }
+
+    #[inline]
+    fn sample(s: &[u8], j: usize) -> Option<usize> {
+        let b = s.get(j * 4..j * 4 + 4)?;
+        Some(u32::from_le_bytes(b.try_into().ok()?) as usize)
+    }
+
+    /// Bit position of one number `i` (0-based), scanning from the nearest sample.
+    #[inline]
+    fn select1(&self, i: usize) -> Option<usize> {
+        if i >= self.lay.n {
+            return None;
+        }
+        let (mut pos, mut r) = match Self::sample(self.ones, i / SAMPLE) {
+            Some(p) => (p, i % SAMPLE),
+            None => (0, i),
+        };
+        let words = self.lay.high_bits.div_ceil(64);
+        let mut w = pos / 64;
+        // Ones at or after `pos` in the first word.
+        let mut bits = self.word(w) & (u64::MAX << (pos % 64));
+        loop {
+            let c = bits.count_ones() as usize;
+            if r < c {
+                pos = w * 64 + select_in_word(bits, r as u32) as usize;
+                return (pos < self.lay.high_bits).then_some(pos);
+            }
+            r -= c;
+            w += 1;
+            if w >= words {
+                return None;
+            }
+            bits = self.word(w);
+        }
+    }
+
+    /// Bit position of zero number `j` (0-based).
+    #[inline]
+    fn select0(&self, j: usize) -> Option<usize> {
+        if j as u64 >= self.lay.high_max {
+            return None;
+        }
+        let (pos, mut r) = match Self::sample(self.zeros, j / SAMPLE) {
+            Some(p) => (p, j % SAMPLE),
+            None => (0, j),
+        };
+        let words = self.lay.high_bits.div_ceil(64);
+        let mut w = pos / 64;
+        let mut bits = !self.word(w) & (u64::MAX << (pos % 64));
+        loop {
+            if w + 1 == words && self.lay.high_bits % 64 != 0 {
+                bits &= (1u64 << (self.lay.high_bits % 64)) - 1;
+            }
+            let c = bits.count_ones() as usize;
+            if r < c {
+                return Some(w * 64 + select_in_word(bits, r as u32) as usize);
+            }
+            r -= c;
+            w += 1;
+            if w >= words {
+                return None;
+            }
+            bits = !self.word(w);
+        }
+    }
+
+    /// Value `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<u64> {
+        let p = self.select1(i)?;
+        Some((((p - i) as u64) << self.lay.l) | self.low(i))
+    }
+
+    /// Values `i - 1` and `i` (`i >= 1`) with one select: value `i` is at the next one bit.
+    #[inline]
+    pub fn get_pair(&self, i: usize) -> Option<(u64, u64)> {
+        if i == 0 || i >= self.lay.n {
+            return None;
+        }
+        let p = self.select1(i - 1)?;
+        // Next one bit after p.
+        let mut w = (p + 1) / 64;
+        let words = self.lay.high_bits.div_ceil(64);
+        let shift = (p + 1) % 64;
+        let mut bits = if shift == 0 {
+            self.word(w)
+        } else {
+            self.word(w) & (u64::MAX << shift)
+        };
+        while bits == 0 {
+            w += 1;
+            if w >= words {
+                return None;
+            }
+            bits = self.word(w);
+        }
+        let q = w * 64 + bits.trailing_zeros() as usize;
+        let a = (((p - (i - 1)) as u64) << self.lay.l) | self.low(i - 1);
+        let b = (((q - i) as u64) << self.lay.l) | self.low(i);
+        Some((a, b))
+    }
+
+    /// Appends `base + value` for every value to `out`: the sequential decode, in one loop.
+    pub fn decode_into(&self, base: u64, out: &mut Vec<u64>) {
+        let (n, l) = (self.lay.n, self.lay.l);
+        out.reserve(n);
+        let words = self.lay.high_bits.div_ceil(64);
+        let (mut i, mut w) = (0usize, 0usize);
+        // Fast path: 8 readable bytes and shift + l <= 64 (l <= 56).
+        let fast_until = if l <= 56 {
+            (self.low.len().saturating_sub(8) * 8) / (l.max(1) as usize)
+        } else {
+            0
+        };
+        let mask = if l == 0 { 0 } else { u64::MAX >> (64 - l) };
+        while w < words && i < n {
+            let mut bits = self.word(w);
+            while bits != 0 && i < n {
+                let pos = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let high = ((pos - i) as u64) << l;
+                let low = if l == 0 {
+                    0
+                } else if i < fast_until {
+                    let bit = i * l as usize;
+                    let b = bit / 8;
+                    let word = u64::from_le_bytes(self.low[b..b + 8].try_into().unwrap_or([0; 8]));
+                    (word >> (bit % 8)) & mask
+                } else {
+                    self.low(i)
+                };
+                out.push(base.wrapping_add(high | low));
+                i += 1;
+            }
+            w += 1;
+        }
+    }
+
+    /// Index of the first value `>= x` (`len()` if none), and whether it equals `x`.
+    #[inline]
+    pub fn lower_bound(&self, x: u64) -> (usize, bool) {
+        let n = self.lay.n;
+        if n == 0 {
+            return (0, false);
+        }
+        let l = self.lay.l;
+        let h = if l == 64 { 0 } else { x >> l };
+        if h > self.lay.high_max {
+            return (n, false);
+        }
+        let xl = x & if l == 0 {
+            0
+        } else if l == 64 {
+            u64::MAX
+        } else {
+            (1u64 << l) - 1
+        };
+        // Bucket h starts after zero h-1; the ones before it are the values with high < h.
+        let (mut pos, mut i) = if h == 0 {
+            (0, 0)
+        } else {
+            match self.select0(h as usize - 1) {
+                Some(p) => (p + 1, p + 1 - (h as usize - 1) - 1),
+                None => return (n, false),
+            }
+        };
+        // The bucket is the run of ones from `pos`; the zero after it ends bucket h, and the
+        // next value has a larger high part.
+        loop {
+            let run = read_bits(self.high, pos, 64).trailing_ones() as usize;
+            for _ in 0..run {
+                if i >= n {
+                    return (n, false);
+                }
+                let lo = self.low(i);
+                if lo >= xl {
+                    return (i, lo == xl);
+                }
+                i += 1;
+            }
+            if run < 64 || pos >= self.lay.high_bits {
+                return (i.min(n), false);
+            }
+            pos += 64;
+        }
+    }
+
+    /// The values in order (stops early only on a malformed vector).
+    pub fn iter(&self) -> EfIter<'a> {
+        EfIter {
+            high: self.high,
+            low: self.low,
+            l: self.lay.l,
+            n: self.lay.n,
+            i: 0,
+            w: 0,
+            bits: read_bits(self.high, 0, 64),
+            words: self.lay.high_bits.div_ceil(64),
+        }
+    }
+
+    /// Full structural check: exactly `n` ones, no bit set past the vector, the last value is
+    /// `max`, the samples are the positions they claim, and (if `strict`) no value repeats.
+    /// `Err(byte offset within the sequence, reason)`.
+    pub fn validate(&self, max: u64, strict: bool) -> Result<(), (usize, String)> {
+        let lay = &self.lay;
+        let high_at = lay.low_bytes;
+        let ones: usize = self.high.iter().map(|b| b.count_ones() as usize).sum();
+        if ones != lay.n {
+            return Err((high_at, format!("{ones} one bits for {} values", lay.n)));
+        }
+        if lay.high_bits % 8 != 0 {
+            if let Some(&last) = self.high.last() {
+                if last >> (lay.high_bits % 8) != 0 {
+                    return Err((high_at + lay.high_bytes - 1, "bits set past the end".into()));
+                }
+            }
+        }
+        if lay.l % 8 != 0 && lay.n > 0 {
+            let used = (lay.n * lay.l as usize) % 8;
+            if used != 0 {
+                if let Some(&last) = self.low.last() {
+                    if last >> used != 0 {
+                        return Err((lay.low_bytes - 1, "low bits set past the end".into()));
+                    }
+                }
+            }
+        }
+        let (mut prev, mut one_i, mut zero_j) = (None::<u64>, 0usize, 0usize);
+        let (mut pos, mut i) = (0usize, 0usize);
+        let samples_at = high_at + lay.high_bytes;
+        while pos < lay.high_bits {
+            if read_bits(self.high, pos, 1) == 1 {
+                if !self.ones.is_empty() && i % SAMPLE == 0 {
+                    if Self::sample(self.ones, one_i) != Some(pos) {
+                        return Err((samples_at + 4 * one_i, "bad one sample".into()));
+                    }
+                    one_i += 1;
+                }
+                let v = (((pos - i) as u64) << lay.l) | self.low(i);
+                if prev.is_some_and(|p| p > v || (strict && p == v)) {
+                    return Err((high_at + pos / 8, format!("value {v} does not increase")));
+                }
+                prev = Some(v);
+                i += 1;
+            } else {
+                let j = pos - i;
+                if !self.zeros.is_empty() && j % SAMPLE == 0 {
+                    if Self::sample(self.zeros, zero_j) != Some(pos) {
+                        let at = samples_at + 4 * (lay.ones_samples + zero_j);
+                        return Err((at, "bad zero sample".into()));
+                    }
+                    zero_j += 1;
+                }
+            }
+            pos += 1;
+        }
+        if lay.n > 0 && prev != Some(max) {
+            return Err((high_at, format!("last value {prev:?} is not {max}")));
+        }
+        Ok(())
+    }
+}
+
+/// Iterator over an `EfView`'s values.
+pub struct EfIter<'a> {
+    high: &'a [u8],
+    low: &'a [u8],
+    l: u32,
+    n: usize,
+    i: usize,
+    w: usize,
+    bits: u64,
+    words: usize,
+}
+
+impl Iterator for EfIter<'_> {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        if self.i >= self.n {
+            return None;
+        }
+        while self.bits == 0 {
+            self.w += 1;
+            if self.w >= self.words {
+                self.i = self.n;
+                return None;
+            }
+            self.bits = read_bits(self.high, self.w * 64, 64);
+        }
+        let pos = self.w * 64 + self.bits.trailing_zeros() as usize;
+        self.bits &= self.bits - 1;
+        let i = self.i;
+        self.i += 1;
+        let high = (pos - i) as u64;
+        let low = read_bits(self.low, i * self.l as usize, self.l);
+        Some((high << self.l) | low)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let r = self.n - self.i;
+        (0, Some(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(v: &[u64], max: u64, s: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode(v.iter().copied(), v.len(), max, s, s, &mut out);
+        out
+    }
+
+    fn check(v: &[u64]) {
+        let max = v.last().copied().unwrap_or(0);
+        for s in [false, true] {
+            let b = enc(v, max, s);
+            let (ef, rest) = EfView::parse(&b, v.len(), max, s, s).unwrap();
+            assert!(rest.is_empty());
+            ef.validate(max, false).unwrap();
+            assert_eq!(ef.iter().collect::<Vec<_>>(), v);
+            for (i, &x) in v.iter().enumerate() {
+                assert_eq!(ef.get(i), Some(x), "get {i}");
+                if i > 0 {
+                    assert_eq!(ef.get_pair(i), Some((v[i - 1], x)), "get_pair {i}");
+                }
+            }
+            assert_eq!(ef.get_pair(0), None);
+            let mut d = vec![7];
+            ef.decode_into(3, &mut d);
+            assert_eq!(d[0], 7);
+            assert!(d[1..].iter().zip(v).all(|(a, b)| *a == b.wrapping_add(3)));
+            assert_eq!(d.len(), v.len() + 1);
+            assert_eq!(ef.get(v.len()), None);
+            let mut probes: Vec<u64> = v
+                .iter()
+                .flat_map(|&x| [x, x.saturating_sub(1), x.saturating_add(1)])
+                .collect();
+            probes.extend([0, 1, u64::MAX, max / 2]);
+            for p in probes {
+                let lb = v.partition_point(|&x| x < p);
+                assert_eq!(
+                    ef.lower_bound(p),
+                    (lb, lb < v.len() && v[lb] == p),
+                    "lb {p}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn round_trips_in_all_regimes() {
+        check(&[]);
+        check(&[0]);
+        check(&[u64::MAX]);
+        check(&[0, u64::MAX]);
+        check(&[5, 5, 5, 9]);
+        check(&(0..1000).collect::<Vec<_>>());
+        check(&(0..300).map(|i| i * i * 977).collect::<Vec<_>>());
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        for n in [1usize, 2, 63, 64, 65, 200, 3000] {
+            let mut v: Vec<u64> = (0..n)
+                .map(|_| {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    s
+                })
+                .collect();
+            v.sort_unstable();
+            let base = v[0];
+            check(&v.iter().map(|x| x - base).collect::<Vec<_>>());
+            check(&v);
+        }
+    }
+
+    #[test]
+    fn size_is_near_the_bound() {
+        // 1000 values of 50 bits: l = 40, 42 bits each plus a byte.
+        let v: Vec<u64> = (0..1000u64).map(|i| i << 40 | 12345).collect();
+        let b = enc(&v, *v.last().unwrap(), false);
+        assert!(b.len() <= 1000 * 42 / 8 + 2, "{}", b.len());
+    }
+
+    #[test]
+    fn malformed_vectors_are_rejected_without_panic() {
+        let v: Vec<u64> = (0..200).map(|i| i * 1000).collect();
+        let max = *v.last().unwrap();
+        let good = enc(&v, max, true);
+        for i in 0..good.len() {
+            for x in [1u8, 0x80, 0xff] {
+                let mut b = good.clone();
+                b[i] ^= x;
+                let (ef, _) = EfView::parse(&b, v.len(), max, true, true).unwrap();
+                let ok = ef.validate(max, false).is_ok();
+                let _ = ef.iter().count();
+                for p in [0, 5000, max, u64::MAX] {
+                    let _ = ef.lower_bound(p);
+                }
+                for j in 0..=v.len() {
+                    let _ = ef.get(j);
+                }
+                if ok {
+                    let got: Vec<u64> = ef.iter().collect();
+                    assert!(got.windows(2).all(|w| w[0] <= w[1]));
+                }
+            }
+        }
+        assert!(EfView::parse(&good[..good.len() - 1], v.len(), max, true, true).is_none());
+    }
+}
