@@ -176,39 +176,61 @@ pub fn henzinger_split(
         .into_iter()
         .filter(|p| sites.same(p.a, p.b))
         .collect();
+    // Every candidate pair once, with its distance and half: the curve is then cumulative
+    // counts over the distance, O(pairs + distances) per truth threshold.
+    let tag = |v: &[MethodPair]| -> Vec<(u32, usize, (u32, u32))> {
+        v.iter()
+            .filter_map(|p| {
+                p.hamming
+                    .map(|h| (h, half(key(p.a), key(p.b)) as usize, (p.a, p.b)))
+            })
+            .collect()
+    };
+    let (c, comb) = (tag(&c), tag(&comb));
+    let k = k_max as usize;
     let mut out = Vec::new();
     for &t in thresholds {
         let pos = positive_pairs(&docs, truth, t.as_f64());
-        let pos_half: [HashSet<(u32, u32)>; 2] = {
-            let mut h = [HashSet::new(), HashSet::new()];
-            for &(a, b) in &pos {
-                h[half(key(a), key(b)) as usize].insert((a, b));
+        // Positives by half and kind (index 1: same site).
+        let mut npos = [[0u64; 2]; 2];
+        for &(a, b) in &pos {
+            npos[half(key(a), key(b)) as usize][sites.same(a, b) as usize] += 1;
+        }
+        // (found, true) at distance <= h, by half.
+        let cumulative = |v: &[(u32, usize, (u32, u32))]| -> [Vec<(u64, u64)>; 2] {
+            let mut f = [vec![(0u64, 0u64); k + 1], vec![(0u64, 0u64); k + 1]];
+            for &(h, part, pair) in v {
+                if let Some(e) = f[part].get_mut(h as usize) {
+                    e.0 += 1;
+                    e.1 += pos.contains(&pair) as u64;
+                }
             }
-            h
-        };
-        let within = |v: &[MethodPair], h: u32, part: u8| -> Vec<(u32, u32)> {
-            v.iter()
-                .filter(|p| p.hamming.is_some_and(|x| x <= h))
-                .filter(|p| half(key(p.a), key(p.b)) == part)
-                .map(|p| (p.a, p.b))
-                .collect()
-        };
-        // Same-site scores count only same-site pairs and different-site only the others,
-        // so each part is scored on its own kind of pairs.
-        let score = |found: Vec<(u32, u32)>, part: u8, same: bool| -> SiteScore {
-            let (s, d) = split_scores(&sites, found.into_iter(), &pos_half[part as usize]);
-            if same {
-                s
-            } else {
-                d
+            for part in &mut f {
+                for h in 1..=k {
+                    part[h].0 += part[h - 1].0;
+                    part[h].1 += part[h - 1].1;
+                }
             }
+            f
+        };
+        let (cc, cs) = (cumulative(&c), cumulative(&comb));
+        // The C part holds different-site pairs only, the combined part same-site pairs only,
+        // so each is scored against the positives of its own kind.
+        let score = |cum: &[Vec<(u64, u64)>; 2], part: usize, h: usize, same: bool| {
+            SiteScore {
+                found: cum[part][h].0,
+                true_positives: cum[part][h].1,
+                positives: npos[part][same as usize],
+                ..SiteScore::default()
+            }
+            .finish()
         };
         let mut curve = Vec::new();
-        let (mut best_c, mut best_comb) = ((-1.0, 0u32), (-1.0, 0u32));
+        let (mut best_c, mut best_comb) = ((-1.0, 0usize), (-1.0, 0usize));
         // From strict to loose: on ties the stricter threshold (higher precision) wins.
-        for h in 0..=k_max {
-            let same = score(within(&comb, h, 0), 0, true);
-            let diff = score(within(&c, h, 0), 0, false);
+        for h in 0..=k {
+            let same = score(&cs, 0, h, true);
+            let diff = score(&cc, 0, h, false);
             if diff.f1() > best_c.0 {
                 best_c = (diff.f1(), h);
             }
@@ -216,14 +238,14 @@ pub fn henzinger_split(
                 best_comb = (same.f1(), h);
             }
             curve.push(CurvePoint {
-                agree_bits: csim::BITS - h,
+                agree_bits: csim::BITS - h as u32,
                 same_site: same,
                 different_site: diff,
             });
         }
         let (hc, hs) = (best_c.1, best_comb.1);
-        let test_same = score(within(&comb, hs, 1), 1, true);
-        let test_diff = score(within(&c, hc, 1), 1, false);
+        let test_same = score(&cs, 1, hs, true);
+        let test_diff = score(&cc, 1, hc, false);
         let test = SiteScore {
             found: test_same.found + test_diff.found,
             positives: test_same.positives + test_diff.positives,
@@ -233,10 +255,10 @@ pub fn henzinger_split(
         .finish();
         out.push(HenzingerSplit {
             threshold: t.as_f64(),
-            c_agree_bits: csim::BITS - hc,
-            combined_agree_bits: csim::BITS - hs,
-            train_same_site: curve[hs as usize].same_site.clone(),
-            train_different_site: curve[hc as usize].different_site.clone(),
+            c_agree_bits: csim::BITS - hc as u32,
+            combined_agree_bits: csim::BITS - hs as u32,
+            train_same_site: curve[hs].same_site.clone(),
+            train_different_site: curve[hc].different_site.clone(),
             test_same_site: test_same,
             test_different_site: test_diff,
             test,
