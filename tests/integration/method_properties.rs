@@ -144,6 +144,8 @@ fn simhash_tables_find_every_pair_within_k() {
             &[
                 "--methods",
                 "simhash",
+                "--simhash-features",
+                "words",
                 "--simhash-k",
                 &ks,
                 "--simhash-blocks",
@@ -191,6 +193,72 @@ fn simhash_tables_find_every_pair_within_k() {
         method::pairs(&ix, Method::Simhash, None).unwrap().len(),
         brute(&docs, |i, j| hamming(sims[i], sims[j]) <= 3).len()
     );
+}
+
+/// The default simhash of a new index (fingerprints.md §8.2-8.3): the shingle-set simhash,
+/// Hamming distance <= 10, then verified: exactly the pairs within 10 bits whose exact
+/// shingle resemblance is >= 0.8, each reported with that resemblance.
+#[test]
+fn default_simhash_is_the_verified_shingle_simhash() {
+    let docs = corpus(9, 40, 6);
+    let dir = temp_dir("m-simhash-default");
+    write(&dir.path().join("in"), &docs);
+    let fo = FingerprintOptions::default();
+    let fps: Vec<Vec<u64>> = docs
+        .iter()
+        .map(|(_, t)| fingerprint(&canon(t), &fo).features)
+        .collect();
+    let sims: Vec<u64> = fps
+        .iter()
+        .map(|f| ndd_index::fingerprint::simhash::simhash_of_set(f, |_| true))
+        .collect();
+    let jac = |i: usize, j: usize| {
+        let (a, b) = (&fps[i], &fps[j]);
+        let inter = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
+        inter as f64 / (a.len() + b.len() - inter) as f64
+    };
+    let ix = TestIndex::at(dir.path().join("ix"));
+    ix.ingest(&[dir.path().join("in")], &[]); // the default methods: simhash only
+    let want = brute(&docs, |i, j| {
+        hamming(sims[i], sims[j]) <= 10 && jac(i, j) >= 0.8
+    });
+    let near = brute(&docs, |i, j| hamming(sims[i], sims[j]) <= 10);
+    assert!(
+        want.len() > 50 && near.len() > want.len(),
+        "not a test: {} verified of {} candidates",
+        want.len(),
+        near.len()
+    );
+    assert_eq!(pairs_of(&ix, "simhash", &[]), want);
+    let idx: HashMap<String, usize> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.0.clone(), i))
+        .collect();
+    for l in ix
+        .stdout(&["pairs", "--method", "simhash", "--json"])
+        .lines()
+    {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let (a, b) = (
+            idx[&base_name(v["key_a"].as_str().unwrap())],
+            idx[&base_name(v["key_b"].as_str().unwrap())],
+        );
+        assert!((v["similarity"].as_f64().unwrap() - jac(a, b)).abs() < 1e-9);
+        assert_eq!(
+            v["hamming"].as_u64().unwrap(),
+            hamming(sims[a], sims[b]) as u64
+        );
+    }
+    // A query verifies against the probe's own features the same way.
+    let probe = dir.path().join("probe.txt");
+    std::fs::write(&probe, &docs[5].1).unwrap();
+    let got = query_hits(&ix, "simhash", &probe, &["--top", "0"]);
+    let want: BTreeSet<String> = (0..docs.len())
+        .filter(|&j| hamming(sims[5], sims[j]) <= 10 && jac(5, j) >= 0.8)
+        .map(|j| docs[j].0.clone())
+        .collect();
+    assert_eq!(got, want);
 }
 
 #[test]
@@ -392,8 +460,17 @@ fn method_options_are_checked_and_persisted() {
     // Parameters without --methods are refused.
     let out = ix.run_raw(&["ingest", "--simhash-k", "4", input.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
+    // The default of a new index (issue 15): verified shingle simhash, stored as such.
     let v = ix.stats();
-    assert_eq!(v["options"]["methods"]["simhash"]["k"], 3);
+    let s = &v["options"]["methods"]["simhash"];
+    assert_eq!(
+        (s["k"].as_u64(), s["blocks"].as_u64()),
+        (Some(10), Some(11))
+    );
+    assert_eq!(
+        (s["features"].as_str(), s["verify"].as_u64()),
+        (Some("shingles"), Some(80))
+    );
 }
 
 /// `eval`: shingle over every shingle scores P = R = 1 against exact Jaccard truth (the
