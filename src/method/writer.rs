@@ -7,7 +7,7 @@
 //! 12 bytes per supershingle, 52 bytes of 384-bit simhash, and for I-Match the document's
 //! unique word hashes (8 bytes each) until the end of the batch.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fingerprint::{
     self, hash, shingle, simhash, Fingerprint, FingerprintOptions, Sample, ShingleKind,
 };
@@ -141,6 +141,30 @@ impl MethodWriter {
 
     /// Writes the enabled methods' tables into the batch's segment.
     pub fn write_tables(&mut self, w: &mut SegmentWriter, catalog: &Catalog) -> Result<()> {
+        self.write_tables_over(w, Some(catalog))
+    }
+
+    /// [`MethodWriter::write_tables`] for a segment written outside any index (a staged
+    /// segment, `lifecycle::stage`): the same tables, for methods that need nothing from the
+    /// catalog. I-Match and idf-weighted simhashes need the index's frozen lexicon: an error.
+    pub fn write_tables_standalone(&mut self, w: &mut SegmentWriter) -> Result<()> {
+        self.write_tables_over(w, None)
+    }
+
+    fn write_tables_over(
+        &mut self,
+        w: &mut SegmentWriter,
+        catalog: Option<&Catalog>,
+    ) -> Result<()> {
+        let catalog = || {
+            catalog.ok_or_else(|| {
+                Error::InvalidArgument(
+                    "I-Match and idf-weighted simhash tables need the index's frozen lexicon: \
+                     they cannot be written outside an index"
+                        .into(),
+                )
+            })
+        };
         if self
             .opts
             .simhash
@@ -148,7 +172,7 @@ impl MethodWriter {
         {
             // Replace the tf simhashes by idf-weighted ones over the (frozen) lexicon; the
             // terms were collected for every document with words, in the same order.
-            if let Some(lex) = self.terms.lexicon(catalog)? {
+            if let Some(lex) = self.terms.lexicon(catalog()?)? {
                 self.simhashes = self
                     .terms
                     .docs()
@@ -185,7 +209,7 @@ impl MethodWriter {
                     s.sort_unstable();
                     s
                 }
-                None => self.terms.signatures(catalog, im.filter)?,
+                None => self.terms.signatures(catalog()?, im.filter)?,
             };
             write_postings(w, imatch::IMATCH, &sigs)?;
         }
