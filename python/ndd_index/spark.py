@@ -51,6 +51,10 @@ __all__ = ["dedup", "DedupResult", "list_inputs", "main"]
 # records counted too).
 _FILE_SHIFT = 32
 
+# Default documents per staged part (segment) with --index: fewer, larger segments than one
+# per shuffle partition, as a nightly ingest writes one per batch.
+_DOCS_PER_PART = 250_000
+
 _DOC_SCHEMA = (
     "pos long, key string, n int, probes int, lo long, hi long, "
     "features array<long>, error string"
@@ -428,7 +432,7 @@ def dedup(
     ``index``: also write the corpus as a staging directory there (it must not exist, and be
     on a file system every executor sees), for ``ndd-index adopt --index DIR STAGING``: doc
     ids from ``first_doc`` (the next doc id of DIR; 0 for a new index), ``index_parts`` parts
-    (default: spark.sql.shuffle.partitions), creation options of the index beyond the
+    (default: one per 250,000 documents, at most spark.sql.shuffle.partitions), creation options of the index beyond the
     fingerprint ones in ``index_options`` (the keywords of ``Index.create``:
     cluster_threshold, methods, simhash_k, simhash_blocks, minhash, supershingle, b_agree,
     max_df), ``index_mem`` bytes of sort memory per part."""
@@ -605,7 +609,8 @@ def dedup(
         _stage(
             spark, units, docs, stats, staging=staging, options=staged_options,
             first_doc=first_doc,
-            parts=index_parts or int(spark.conf.get("spark.sql.shuffle.partitions")),
+            parts=index_parts or max(1, min(int(spark.conf.get("spark.sql.shuffle.partitions")),
+                                            -(-stats["documents"] // _DOCS_PER_PART))),
             read_args=read_args, mem_bytes=index_mem,
         )
         lap("staging")
@@ -673,7 +678,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--first-doc", type=int, default=0,
                    help="with --index: the first doc id (DIR's next doc id; default 0, a new index)")
     d.add_argument("--index-parts", type=int,
-                   help="with --index: segments to write (default spark.sql.shuffle.partitions)")
+                   help="with --index: segments to write (default: one per 250,000 documents, "
+                        "at most spark.sql.shuffle.partitions)")
     for opt in ("--cluster-threshold", "--methods"):
         d.add_argument(opt, help="with --index: creation option of the index (as ingest's)")
     for opt in ("--simhash-k", "--simhash-blocks", "--minhash", "--supershingle", "--b-agree"):
@@ -736,6 +742,7 @@ def main(argv: list[str] | None = None) -> int:
         b = b.master(args.master)
     if args.partitions:
         b = b.config("spark.sql.shuffle.partitions", str(args.partitions))
+    ours = SparkSession.getActiveSession() is None
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -770,7 +777,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"staging: {st['parts']} parts, doc ids {st['doc_lo']}..{st['doc_hi']} -> "
                       f"{st['dir']} (ndd-index adopt --index DIR {st['dir']})", file=sys.stderr)
     finally:
-        spark.stop()
+        if ours:  # a session the caller made (a notebook, a test) stays theirs
+            spark.stop()
     return 0
 
 

@@ -125,13 +125,29 @@ def _read_parts(d: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(d.glob("part-*")))
 
 
+@pytest.fixture(scope="module")
+def staged(spark, corpus, tmp_path_factory):
+    """One run at T = 0.8 with 3 shuffle partitions that also writes a staging (3 parts):
+    (result, OUT, STAGING). Shared by the equality test of that case and the adopt test, so
+    the --index path costs no Spark run of its own."""
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    root = tmp_path_factory.mktemp("spark-staged")
+    res = nspark.dedup(spark, corpus, threshold="0.8", index=root / "staging", index_parts=3)
+    nspark.write(res, str(root / "out"))
+    return res, root / "out", root / "staging"
+
+
 @pytest.mark.parametrize("partitions", [1, 3, 7])
 @pytest.mark.parametrize("threshold", ["0.8", "0.5"])
-def test_pairs_and_clusters_equal_the_cli(spark, corpus, cli_index, tmp_path, threshold, partitions):
-    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    res = nspark.dedup(spark, corpus, threshold=threshold)
-    out = tmp_path / "out"
-    nspark.write(res, str(out))
+def test_pairs_and_clusters_equal_the_cli(spark, corpus, cli_index, tmp_path, threshold, partitions,
+                                          request):
+    if (threshold, partitions) == ("0.8", 3):
+        res, out, _ = request.getfixturevalue("staged")
+    else:
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        res = nspark.dedup(spark, corpus, threshold=threshold)
+        out = tmp_path / "out"
+        nspark.write(res, str(out))
 
     raw = _read_parts(out / "pairs")
     want = _cli_pairs(cli_index, threshold)
@@ -209,16 +225,12 @@ def _verify_clean(idx: Path) -> dict:
     return rep
 
 
-def test_index_staging_adopted_equals_ingest(spark, corpus, cli_index, tmp_path):
+def test_index_staging_adopted_equals_ingest(staged, corpus, cli_index, tmp_path):
     """dedup(index=STAGING) + `ndd-index adopt`: verify is clean, `pairs` on the adopted index
     equals the Spark output and a plain ingest's, the stored clusters are the ingest's (same
     ids: doc ids follow input order in both), and a nightly ingest continues on it."""
     cli = _bin("NDD_INDEX_BIN", "ndd-index")
-    spark.conf.set("spark.sql.shuffle.partitions", "3")
-    staging = tmp_path / "staging"
-    res = nspark.dedup(spark, corpus, threshold="0.8", index=staging)
-    out = tmp_path / "out"
-    nspark.write(res, str(out))
+    res, out, staging = staged
     st = res.stats["staging"]
     assert st["doc_lo"] == 0 and st["doc_hi"] == res.stats["documents"] == 223
     assert 2 <= st["parts"] <= 3, st  # one part per non-empty range partition
@@ -263,7 +275,8 @@ def test_index_staging_adopted_equals_ingest(spark, corpus, cli_index, tmp_path)
 def test_cli_entry_point(spark, corpus, tmp_path, capsys):
     """`python -m ndd_index.spark dedup` writes OUT/pairs, OUT/clusters, OUT/summary.json;
     bad options exit 2 before Spark starts. (The run itself goes through `main()` in this
-    process, reusing the module's Spark session, which it stops: this test comes last.)"""
+    process, reusing the module's Spark session, which main() leaves running: not its own.)
+    With --index: the staging adopted equals an ingest with the same creation options."""
     bad = subprocess.run(
         [sys.executable, "-m", "ndd_index.spark", "dedup", "--threshold", "0.8", "--out",
          str(tmp_path / "x"), "--sample", "nonsense", str(corpus[-1])],

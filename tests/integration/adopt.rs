@@ -244,3 +244,58 @@ fn refusals_change_nothing() {
     assert_eq!(v["live_documents"], 30);
     assert_eq!(files(&ix.path().join("segments")).len(), 3);
 }
+
+#[test]
+fn adopt_into_an_index_with_documents() {
+    // Batch 2 repeats batch 1's first 30 pages under new keys: exact duplicates and clusters
+    // across the old and the adopted documents.
+    let plain = TestIndex::new("adopt-next-plain");
+    let first = plain.work().join("first");
+    write_corpus(&first, 40, 21);
+    let second = plain.work().join("second");
+    write_corpus(&second.join("night"), 30, 21);
+    plain.ingest(&[&first], &[]);
+    let s2 = plain.ingest(&[&second], &[]);
+    assert!(s2["exact_duplicates"].as_u64().unwrap() >= 30, "{s2}");
+
+    let adopted = TestIndex::new("adopt-next");
+    adopted.ingest(&[&first], &[]);
+    let staging = adopted.work().join("staging");
+    stage(&second, &staging, 40, 12, &CreateSpec::default());
+    let s = adopted.json(&["adopt", staging.to_str().unwrap()]);
+    assert_eq!(
+        (s["doc_lo"].as_u64(), s["doc_hi"].as_u64()),
+        (Some(40), Some(70))
+    );
+    assert_eq!(s["exact_duplicates"], s2["exact_duplicates"]);
+    assert_eq!(s["near_duplicate_pairs"], s2["near_duplicate_pairs"]);
+    let v = adopted.verify();
+    assert_eq!(v["problems"].as_array().unwrap().len(), 0, "{v}");
+    assert_eq!(
+        adopted.stdout(&["pairs", "--threshold", "0.8"]),
+        plain.stdout(&["pairs", "--threshold", "0.8"])
+    );
+    assert_eq!(adopted.clusters(), plain.clusters());
+    // The catalog records are ingest's, batch ids aside.
+    let (a, b) = (
+        ndd_index::Index::open(adopted.path()).unwrap(),
+        ndd_index::Index::open(plain.path()).unwrap(),
+    );
+    let recs = |ix: &ndd_index::Index| -> Vec<_> {
+        ix.catalog()
+            .iter_docs()
+            .map(|r| {
+                let (d, mut rec) = r.unwrap();
+                rec.batch = 0;
+                (d, rec)
+            })
+            .collect()
+    };
+    assert_eq!(recs(&a), recs(&b));
+    for digest in recs(&b).iter().map(|(_, r)| r.digest) {
+        assert_eq!(
+            a.catalog().doc_by_digest(&digest).unwrap(),
+            b.catalog().doc_by_digest(&digest).unwrap()
+        );
+    }
+}
