@@ -314,8 +314,6 @@ def _stage(spark, units, docs, stats: dict, *, staging: str, options: str, first
     """Stage 6: writes the staging (see the module docs) and its manifest, last."""
     import uuid
 
-    from pyspark.sql import functions as F
-
     from ndd_index._native import write_staging
 
     # Doc ids in input order: a global sort of the positions, numbered by zipWithIndex
