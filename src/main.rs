@@ -29,6 +29,8 @@ enum Cmd {
     Ingest(cli::ingest::IngestArgs),
     /// Add documents online (into the delta; no external sort): visible at once.
     Add(cli::add::AddArgs),
+    /// Publish a staged corpus (the Spark job's --index STAGING) as one batch, atomically.
+    Adopt(cli::adopt::AdoptArgs),
     /// Near-duplicates of the given documents (they are not added).
     Query(cli::query::QueryArgs),
     /// Every pair of indexed documents with resemblance >= T: key_a<TAB>key_b<TAB>resemblance.
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Ingest(a) => cli::ingest::run(a),
         Cmd::Add(a) => cli::add::run(a),
+        Cmd::Adopt(a) => cli::adopt::run(a),
         Cmd::Query(a) => cli::query::run(a),
         Cmd::Pairs(a) => cli::pairs::run(a),
         Cmd::Clusters(a) => cli::clusters::run(a),

@@ -135,6 +135,17 @@ impl View {
         new_sizes: &[u32],
         extra_tombstones: &RoaringBitmap,
     ) -> Result<View> {
+        self.with_new_segments(vec![(path.to_owned(), entry)], new_sizes, extra_tombstones)
+    }
+
+    /// [`View::with_new_segment`] for several segments holding consecutive documents from
+    /// the view's next id on (`adopt` matches a staged corpus against this).
+    pub fn with_new_segments(
+        &self,
+        new: Vec<(std::path::PathBuf, SegmentEntry)>,
+        new_sizes: &[u32],
+        extra_tombstones: &RoaringBitmap,
+    ) -> Result<View> {
         let mut segments: Vec<LiveSegment> = self
             .segments
             .iter()
@@ -144,13 +155,15 @@ impl View {
             })
             .collect();
         let mut frequent = self.frequent.clone();
-        if entry.doc_hi > entry.doc_lo {
-            let seg = Segment::open(path)?;
-            add_frequent(&seg, &mut frequent)?;
-            segments.push(LiveSegment {
-                entry,
-                seg: Arc::new(seg),
-            });
+        for (path, entry) in new {
+            if entry.doc_hi > entry.doc_lo {
+                let seg = Segment::open(&path)?;
+                add_frequent(&seg, &mut frequent)?;
+                segments.push(LiveSegment {
+                    entry,
+                    seg: Arc::new(seg),
+                });
+            }
         }
         let by_doc = doc_ranges(&segments);
         let mut sizes = self.sizes.clone();

@@ -26,7 +26,12 @@ Stages (each a Spark operation; nothing holds the corpus on the driver or on one
    every pair of buckets is joined in its own task (exact: each pair meets in exactly one);
 4. exact verification of each candidate by the library (``Sample::verify``);
 5. connected components by alternating large-star / small-star (Kiveris et al. 2014), the
-   minimum input position as the label, so the representative is the oldest document.
+   minimum input position as the label, so the representative is the oldest document;
+6. with ``index=STAGING`` (``--index``): doc ids in input order (``first_doc`` on), the files
+   read again for the raw documents of those ids, range-partitioned by id, and each partition
+   written as one part of a staging (format-spec/staging.md) by the library: the segment
+   ``ndd-index ingest`` writes for exactly those documents, plus their catalog records.
+   ``ndd-index adopt --index DIR STAGING`` then publishes the staging into DIR in one step.
 """
 
 from __future__ import annotations
@@ -42,8 +47,13 @@ from typing import Any, Iterable, Iterator
 
 __all__ = ["dedup", "DedupResult", "list_inputs", "main"]
 
-# Position of a document: (file index << 32) | (document index within the file).
+# Position of a document: (file index << 32) | (its item number within the file, rejected
+# records counted too).
 _FILE_SHIFT = 32
+
+# Default documents per staged part (segment) with --index: fewer, larger segments than one
+# per shuffle partition, as a nightly ingest writes one per batch.
+_DOCS_PER_PART = 250_000
 
 _DOC_SCHEMA = (
     "pos long, key string, n int, probes int, lo long, hi long, "
@@ -155,14 +165,14 @@ def _fingerprint_task(plan_args: dict, read_args: dict):
         for batch in batches:
             cols = batch.to_pydict()
             for fidx, path, key in zip(cols["file"], cols["path"], cols["key"]):
-                doc = 0
-                for keys, feats, probes, lo, hi, errors in plan.read_file(path, key, **read_args):
+                for keys, feats, probes, lo, hi, errors, idx in plan.read_file(path, key, **read_args):
                     lens = np.fromiter((len(f) // 8 for f in feats), dtype=np.int64, count=len(feats))
                     offsets = np.zeros(len(feats) + 1, dtype=np.int32)
                     np.cumsum(lens, out=offsets[1:])
                     values = np.frombuffer(b"".join(feats), dtype="<i8")
-                    pos = (fidx << _FILE_SHIFT) + doc + np.arange(len(keys), dtype=np.int64)
-                    doc += len(keys)
+                    # The item number in the file (rejected records count too), so that the
+                    # staging's second read (`read_raw`) finds each document at the same pos.
+                    pos = (fidx << _FILE_SHIFT) + np.asarray(idx, dtype=np.int64)
                     m = len(errors)
                     yield pa.RecordBatch.from_arrays(
                         [
@@ -235,6 +245,118 @@ def _verify_task(plan_args: dict):
     return run
 
 
+_RAW_SCHEMA = "pos long, rkey string, url string, data binary, html boolean, charset string"
+
+
+def _raw_task(read_args: dict):
+    """mapInArrow body of stage 6: (file, path, key) rows -> the raw documents, by pos."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+
+        from ndd_index._native import read_raw
+
+        schema = pa.schema(
+            [
+                ("pos", pa.int64()),
+                ("rkey", pa.string()),
+                ("url", pa.string()),
+                ("data", pa.binary()),
+                ("html", pa.bool_()),
+                ("charset", pa.string()),
+            ]
+        )
+        jsonl = {k: v for k, v in read_args.items() if k.startswith("jsonl_")}
+        for batch in batches:
+            cols = batch.to_pydict()
+            for fidx, path, key in zip(cols["file"], cols["path"], cols["key"]):
+                for idx, keys, urls, data, html, charsets in read_raw(path, key, **jsonl):
+                    yield pa.RecordBatch.from_arrays(
+                        [
+                            pa.array([(fidx << _FILE_SHIFT) + i for i in idx], pa.int64()),
+                            pa.array(keys, pa.string()),
+                            pa.array(urls, pa.string()),
+                            pa.array(data, pa.binary()),
+                            pa.array(html, pa.bool_()),
+                            pa.array(charsets, pa.string()),
+                        ],
+                        schema=schema,
+                    )
+
+    return run
+
+
+def _stage_task(staging: str, options: str, mem_bytes: int):
+    """mapInArrow body of stage 6: one partition's documents, in doc id order -> one part."""
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        from ndd_index._native import StagedPart
+
+        part = StagedPart(staging, TaskContext.get().partitionId(), options, mem_bytes)
+        for batch in batches:
+            c = batch.to_pydict()
+            for doc, key, url, data, html, cs in zip(
+                c["doc"], c["rkey"], c["url"], c["data"], c["html"], c["charset"]
+            ):
+                part.add(doc, key, url, data, html, cs)
+        meta = part.finish()
+        if meta is not None:
+            yield pa.RecordBatch.from_pydict({"part": [meta]}, schema=pa.schema([("part", pa.string())]))
+
+    return run
+
+
+def _stage(spark, units, docs, stats: dict, *, staging: str, options: str, first_doc: int,
+           parts: int, read_args: dict, mem_bytes: int) -> None:
+    """Stage 6: writes the staging (see the module docs) and its manifest, last."""
+    import uuid
+
+    from ndd_index._native import write_staging
+
+    # Doc ids in input order: a global sort of the positions, numbered by zipWithIndex
+    # (which counts each partition, then numbers them in order; nothing on the driver).
+    ids = spark.createDataFrame(
+        docs.select("pos").orderBy("pos").rdd.map(lambda r: r[0]).zipWithIndex()
+        .map(lambda t: (t[0], t[1] + first_doc)),
+        "pos long, doc long",
+    )
+    # The files again, for the raw documents of the kept positions (a rejected or repeated
+    # one finds no id), shuffled by id range: each partition holds consecutive ids.
+    raw = units.mapInArrow(_raw_task(read_args), _RAW_SCHEMA)
+    rows = (
+        raw.join(ids, "pos")
+        .repartitionByRange(parts, "doc")
+        .sortWithinPartitions("doc")
+        .select("doc", "rkey", "url", "data", "html", "charset")
+    )
+    conf = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(conf, None)
+    spark.conf.set(conf, "64")  # raw documents: keep Arrow batches small
+    try:
+        metas = [r.part for r in rows.mapInArrow(_stage_task(staging, options, mem_bytes), "part string").collect()]
+    finally:
+        if before is None:
+            spark.conf.unset(conf)
+        else:
+            spark.conf.set(conf, before)
+    run = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+    write_staging(
+        staging, options, metas, run=run, doc_lo=first_doc,
+        doc_hi=first_doc + stats["documents"], errors=stats["errors"],
+    )
+    stats["staging"] = {
+        "dir": staging,
+        "run": run,
+        "parts": len(metas),
+        "doc_lo": first_doc,
+        "doc_hi": first_doc + stats["documents"],
+        "bytes": sum(json.loads(m)["bytes"] + json.loads(m)["records_bytes"] for m in metas),
+    }
+
+
 def _components(spark, edges, stats: dict):
     """Connected components of the undirected edges (x, y) (x != y) by alternating large-star
     and small-star until the edge set stops changing; returns (node, label) for every node of
@@ -293,12 +415,25 @@ def dedup(
     jsonl_html: str = "html",
     group_cap: int = 2000,
     chunk: int = 1024,
+    index: str | os.PathLike | None = None,
+    first_doc: int = 0,
+    index_parts: int | None = None,
+    index_options: dict | None = None,
+    index_mem: int = 256 << 20,
 ) -> DedupResult:
     """Every pair of ``inputs`` at resemblance >= ``threshold`` and their clusters (connected
     components), exactly as ``ndd-index ingest`` + ``pairs`` / ``clusters --threshold`` give
     them for the same creation options. Inputs are files or directories on a file system every
     executor sees at the same path. ``group_cap``: prefix groups larger than this are split
-    across tasks (skew). Stages run (and are timed in ``stats``) as they are needed."""
+    across tasks (skew). Stages run (and are timed in ``stats``) as they are needed.
+
+    ``index``: also write the corpus as a staging directory there (it must not exist, and be
+    on a file system every executor sees), for ``ndd-index adopt --index DIR STAGING``: doc
+    ids from ``first_doc`` (the next doc id of DIR; 0 for a new index), ``index_parts`` parts
+    (default: one per 250,000 documents, at most spark.sql.shuffle.partitions), creation options of the index beyond the
+    fingerprint ones in ``index_options`` (the keywords of ``Index.create``:
+    cluster_threshold, methods, simhash_k, simhash_blocks, minhash, supershingle, b_agree,
+    max_df), ``index_mem`` bytes of sort memory per part."""
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -310,6 +445,22 @@ def dedup(
         raise ValueError("group_cap must be at least 2")
     plan_args = _plan_args(threshold, shingle_words, shingle_chars, sample, size_groups)
     SparkPlan(**plan_args)  # bad options fail here, on the driver, with the CLI's message
+    staging = None
+    if index is not None:
+        from ndd_index._native import stage_options
+
+        staging = os.path.abspath(os.fspath(index))
+        if os.path.exists(staging):
+            raise ValueError(f"index={staging}: the staging directory exists already")
+        if first_doc < 0 or first_doc >= 1 << 32:
+            raise ValueError("first_doc must be in 0..2^32")
+        extra = dict(index_options or {})
+        if extra.get("cluster_threshold") is not None:
+            extra["cluster_threshold"] = str(extra["cluster_threshold"])
+        if isinstance(extra.get("methods"), (list, tuple)):
+            extra["methods"] = ",".join(extra["methods"])
+        fp = {k: plan_args[k] for k in ("shingle_words", "shingle_chars", "sample", "size_groups")}
+        staged_options = stage_options(**fp, **extra)
     read_args = {"chunk": chunk, "jsonl_id": jsonl_id, "jsonl_text": jsonl_text, "jsonl_html": jsonl_html}
     stats: dict = {"threshold": plan_args["threshold"], "group_cap": group_cap}
     timer = time.monotonic()
@@ -450,6 +601,17 @@ def dedup(
     c = clusters.agg(F.count(F.lit(1)), F.countDistinct("label")).first()
     stats["clustered_documents"], stats["clusters"] = int(c[0]), int(c[1])
     lap("components")
+
+    # 6. the staging for `ndd-index adopt`.
+    if staging is not None:
+        _stage(
+            spark, units, docs, stats, staging=staging, options=staged_options,
+            first_doc=first_doc,
+            parts=index_parts or max(1, min(int(spark.conf.get("spark.sql.shuffle.partitions")),
+                                            -(-stats["documents"] // _DOCS_PER_PART))),
+            read_args=read_args, mem_bytes=index_mem,
+        )
+        lap("staging")
     return DedupResult(
         pairs=pairs,
         clusters=clusters,
@@ -508,6 +670,18 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--group-cap", type=int, default=2000,
                    help="prefix groups larger than this are split across tasks (default 2000)")
     d.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    d.add_argument("--index", metavar="STAGING",
+                   help="also write the corpus as ndd-index segments there, for "
+                        "`ndd-index adopt --index DIR STAGING` (must not exist)")
+    d.add_argument("--first-doc", type=int, default=0,
+                   help="with --index: the first doc id (DIR's next doc id; default 0, a new index)")
+    d.add_argument("--index-parts", type=int,
+                   help="with --index: segments to write (default: one per 250,000 documents, "
+                        "at most spark.sql.shuffle.partitions)")
+    for opt in ("--cluster-threshold", "--methods"):
+        d.add_argument(opt, help="with --index: creation option of the index (as ingest's)")
+    for opt in ("--simhash-k", "--simhash-blocks", "--minhash", "--supershingle", "--b-agree"):
+        d.add_argument(opt, type=int, help="with --index: creation option of the index (as ingest's)")
     d.add_argument("inputs", nargs="+", metavar="INPUT")
     return p
 
@@ -525,6 +699,28 @@ def main(argv: list[str] | None = None) -> int:
     if "://" not in out and os.path.exists(out):
         print(f"ndd_index.spark: --out {out} already exists", file=sys.stderr)
         return 2
+    index_options = {
+        k: getattr(args, k)
+        for k in ("cluster_threshold", "methods", "simhash_k", "simhash_blocks", "minhash",
+                  "supershingle", "b_agree")
+        if getattr(args, k) is not None
+    }
+    if args.index is None and index_options:
+        print(f"ndd_index.spark: --{next(iter(index_options)).replace('_', '-')} needs --index",
+              file=sys.stderr)
+        return 2
+    if args.index is not None:
+        if os.path.exists(args.index):
+            print(f"ndd_index.spark: --index {args.index} already exists", file=sys.stderr)
+            return 2
+        from ndd_index._native import stage_options
+
+        try:
+            stage_options(shingle_words=args.shingle_words, shingle_chars=args.shingle_chars,
+                          sample=args.sample, size_groups=args.size_groups, **index_options)
+        except Exception as e:
+            print(f"ndd_index.spark: {e}", file=sys.stderr)
+            return 2
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -544,6 +740,7 @@ def main(argv: list[str] | None = None) -> int:
         b = b.master(args.master)
     if args.partitions:
         b = b.config("spark.sql.shuffle.partitions", str(args.partitions))
+    ours = SparkSession.getActiveSession() is None
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -559,6 +756,10 @@ def main(argv: list[str] | None = None) -> int:
             jsonl_text=args.jsonl_text,
             jsonl_html=args.jsonl_html,
             group_cap=args.group_cap,
+            index=args.index,
+            first_doc=args.first_doc,
+            index_parts=args.index_parts,
+            index_options=index_options,
         )
         res.stats["shuffle_partitions"] = int(spark.conf.get("spark.sql.shuffle.partitions"))
         res.stats["master"] = spark.sparkContext.master
@@ -569,8 +770,13 @@ def main(argv: list[str] | None = None) -> int:
             s = res.stats
             print(f"{s['documents']} documents ({s['errors']} errors), {s['candidates']} candidates, "
                   f"{s['pairs']} pairs, {s['clusters']} clusters -> {out}", file=sys.stderr)
+            if "staging" in s:
+                st = s["staging"]
+                print(f"staging: {st['parts']} parts, doc ids {st['doc_lo']}..{st['doc_hi']} -> "
+                      f"{st['dir']} (ndd-index adopt --index DIR {st['dir']})", file=sys.stderr)
     finally:
-        spark.stop()
+        if ours:  # a session the caller made (a notebook, a test) stays theirs
+            spark.stop()
     return 0
 
 

@@ -125,13 +125,29 @@ def _read_parts(d: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(d.glob("part-*")))
 
 
+@pytest.fixture(scope="module")
+def staged(spark, corpus, tmp_path_factory):
+    """One run at T = 0.8 with 3 shuffle partitions that also writes a staging (3 parts):
+    (result, OUT, STAGING). Shared by the equality test of that case and the adopt test, so
+    the --index path costs no Spark run of its own."""
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    root = tmp_path_factory.mktemp("spark-staged")
+    res = nspark.dedup(spark, corpus, threshold="0.8", index=root / "staging", index_parts=3)
+    nspark.write(res, str(root / "out"))
+    return res, root / "out", root / "staging"
+
+
 @pytest.mark.parametrize("partitions", [1, 3, 7])
 @pytest.mark.parametrize("threshold", ["0.8", "0.5"])
-def test_pairs_and_clusters_equal_the_cli(spark, corpus, cli_index, tmp_path, threshold, partitions):
-    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
-    res = nspark.dedup(spark, corpus, threshold=threshold)
-    out = tmp_path / "out"
-    nspark.write(res, str(out))
+def test_pairs_and_clusters_equal_the_cli(spark, corpus, cli_index, tmp_path, threshold, partitions,
+                                          request):
+    if (threshold, partitions) == ("0.8", 3):
+        res, out, _ = request.getfixturevalue("staged")
+    else:
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
+        res = nspark.dedup(spark, corpus, threshold=threshold)
+        out = tmp_path / "out"
+        nspark.write(res, str(out))
 
     raw = _read_parts(out / "pairs")
     want = _cli_pairs(cli_index, threshold)
@@ -200,26 +216,107 @@ def test_hot_feature_and_long_document(spark, tmp_path):
     assert _partition(_read_parts(out / "clusters").decode().splitlines()) == _cli_clusters(idx, "0.5")
 
 
+def _verify_clean(idx: Path) -> dict:
+    p = subprocess.run([str(_bin("NDD_INDEX_BIN", "ndd-index")), "verify", "--index", str(idx), "--json"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, f"verify exited {p.returncode}: {p.stdout}{p.stderr}"
+    rep = json.loads(p.stdout)
+    assert rep["problems"] == [], rep
+    return rep
+
+
+def test_index_staging_adopted_equals_ingest(staged, corpus, cli_index, tmp_path):
+    """dedup(index=STAGING) + `ndd-index adopt`: verify is clean, `pairs` on the adopted index
+    equals the Spark output and a plain ingest's, the stored clusters are the ingest's (same
+    ids: doc ids follow input order in both), and a nightly ingest continues on it."""
+    cli = _bin("NDD_INDEX_BIN", "ndd-index")
+    res, out, staging = staged
+    st = res.stats["staging"]
+    assert st["doc_lo"] == 0 and st["doc_hi"] == res.stats["documents"] == 223
+    assert 2 <= st["parts"] <= 3, st  # one part per non-empty range partition
+
+    idx = tmp_path / "idx"  # no index there yet: adopt creates it with the staging's options
+    s = json.loads(_run(cli, "adopt", "--index", idx, staging, "--json"))
+    assert s["documents"] == 223 and s["errors"] == res.stats["errors"] == 2
+    assert len(s["segments"]) == st["parts"]
+    rep = _verify_clean(idx)
+    assert rep["live_documents"] == 223
+
+    spark_pairs = _read_parts(out / "pairs")
+    assert spark_pairs and _cli_pairs(idx, "0.8") == spark_pairs == _cli_pairs(cli_index, "0.8")
+    assert _cli_pairs(idx, "0.5") == _cli_pairs(cli_index, "0.5")
+    stored = lambda i: _run(cli, "clusters", "--index", i)  # noqa: E731
+    assert stored(idx) == stored(cli_index) and stored(idx)
+    # Catalog records: the same doc ids, clusters and partners as the ingest's (the batch
+    # names differ: adopt-<run> and batch-000001).
+    from ndd_index import Index
+
+    keys = [r["key"] for r in res.docs.collect()]
+    with Index.open(idx) as ix_a, Index.open(cli_index) as ix_b:
+        for k in keys:
+            a, b = ix_a.document(k), ix_b.document(k)
+            a.pop("batch"), b.pop("batch")
+            assert a == b, k
+
+    # A nightly ingest of more documents continues on the adopted index as on a plain one.
+    gen = _bin("NDD_GEN_BIN", "ndd-gen")
+    night = tmp_path / "night"
+    _run(gen, "--out", night, "--docs", "40", "--words", "120", "--sites", "2", "--seed", "4242",
+         "--format", "warc", "--key-prefix", "n-", "--quiet")
+    plain = tmp_path / "plain"
+    _run(cli, "ingest", "--index", plain, *corpus)
+    for i in (idx, plain):
+        _run(cli, "ingest", "--index", i, "--quiet", "--batch", "night-1", night)
+        _verify_clean(i)
+    assert _cli_pairs(idx, "0.8") == _cli_pairs(plain, "0.8")
+    assert stored(idx) == stored(plain)
+
+
 def test_cli_entry_point(spark, corpus, tmp_path, capsys):
     """`python -m ndd_index.spark dedup` writes OUT/pairs, OUT/clusters, OUT/summary.json;
     bad options exit 2 before Spark starts. (The run itself goes through `main()` in this
-    process, reusing the module's Spark session, which it stops: this test comes last.)"""
+    process, reusing the module's Spark session, which main() leaves running: not its own.)
+    With --index: the staging adopted equals an ingest with the same creation options."""
     bad = subprocess.run(
         [sys.executable, "-m", "ndd_index.spark", "dedup", "--threshold", "0.8", "--out",
          str(tmp_path / "x"), "--sample", "nonsense", str(corpus[-1])],
         capture_output=True, text=True,
     )
     assert bad.returncode == 2 and "sampling" in bad.stderr, bad.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "ndd_index.spark", "dedup", "--threshold", "0.8", "--out",
+         str(tmp_path / "x"), "--methods", "simhash", str(corpus[-1])],
+        capture_output=True, text=True,
+    )
+    assert bad.returncode == 2 and "--methods needs --index" in bad.stderr, bad.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "ndd_index.spark", "dedup", "--threshold", "0.8", "--out",
+         str(tmp_path / "x"), "--index", str(tmp_path / "st"), "--methods", "imatch", str(corpus[-1])],
+        capture_output=True, text=True,
+    )
+    assert bad.returncode == 2 and "lexicon" in bad.stderr, bad.stderr
     out = tmp_path / "out"
+    staging = tmp_path / "staging"
     rc = nspark.main(["dedup", "--master", "local[2]", "--threshold", "0.7", "--partitions", "2",
-                      "--json", "--out", str(out), str(corpus[-1])])
+                      "--json", "--out", str(out), "--index", str(staging), "--cluster-threshold",
+                      "0.7", "--methods", "simhash,dsc-ss", str(corpus[-1])])
     assert rc == 0
     s = json.loads(capsys.readouterr().out)
     assert s["documents"] == 3 and s["errors"] == 2 and s["pairs"] == 1
     assert s["shuffle_partitions"] == 2
+    cli = _bin("NDD_INDEX_BIN", "ndd-index")
     idx = tmp_path / "idx"
-    _run(_bin("NDD_INDEX_BIN", "ndd-index"), "ingest", "--index", idx, corpus[-1])
+    _run(cli, "ingest", "--index", idx, "--cluster-threshold", "0.7", "--methods", "simhash,dsc-ss",
+         corpus[-1])
     assert _read_parts(out / "pairs") == _cli_pairs(idx, "0.7")
+    adopted = tmp_path / "adopted"
+    _run(cli, "adopt", "--index", adopted, staging)
+    _verify_clean(adopted)
+    assert _cli_pairs(adopted, "0.7") == _cli_pairs(idx, "0.7")
+    for method in ("simhash", "dsc-ss"):
+        assert _run(cli, "pairs", "--index", adopted, "--method", method) == \
+            _run(cli, "pairs", "--index", idx, "--method", method)
+    assert _run(cli, "clusters", "--index", adopted) == _run(cli, "clusters", "--index", idx)
     assert json.loads((out / "summary.json").read_text())["pairs"] == 1
     assert _read_parts(out / "clusters").decode().splitlines() == ["j-2\tj-2", "j-2\tj-4"]
     assert nspark.main(["dedup", "--threshold", "0.7", "--out", str(out), str(corpus[-1])]) == 2

@@ -2,6 +2,7 @@
 //! calls one whole operation of `ndd_index::Index` (`ndd_index::ops`) and prints its result.
 
 pub mod add;
+pub mod adopt;
 pub mod clusters;
 pub mod eval;
 pub mod ingest;

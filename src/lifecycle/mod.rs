@@ -4,13 +4,17 @@
 //! Each operation is a library call; the CLI only parses arguments and prints.
 
 pub mod add;
+pub mod adopt;
 pub mod compact;
 pub mod delete;
 pub mod fold;
 pub mod policy;
+pub mod stage;
 pub mod verify;
 
+pub use adopt::{AdoptOptions, AdoptSummary};
 pub use compact::CompactSummary;
 pub use delete::{DeleteSelector, DeleteSummary};
 pub use policy::{choose, MergePolicy, SegmentInfo};
+pub use stage::{PartWriter, StagedPart, StagingManifest};
 pub use verify::{verify_index, IndexProblem, IndexVerifyReport};

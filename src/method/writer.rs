@@ -7,7 +7,7 @@
 //! 12 bytes per supershingle, 52 bytes of 384-bit simhash, and for I-Match the document's
 //! unique word hashes (8 bytes each) until the end of the batch.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fingerprint::{
     self, hash, shingle, simhash, Fingerprint, FingerprintOptions, Sample, ShingleKind,
 };
@@ -256,7 +256,39 @@ impl MethodWriter {
 
     /// Writes the enabled methods' tables into the batch's segment.
     pub fn write_tables(&mut self, w: &mut SegmentWriter, catalog: &Catalog) -> Result<()> {
-        self.deferred_simhashes(catalog)?;
+        self.write_tables_over(w, Some(catalog))
+    }
+
+    /// [`MethodWriter::write_tables`] for a segment written outside any index (a staged
+    /// segment, `lifecycle::stage`): the same tables, for methods that need nothing from the
+    /// catalog. I-Match, idf-weighted simhashes and the simhash boilerplate filter need the
+    /// index's frozen lexicon or frequent set: an error.
+    pub fn write_tables_standalone(&mut self, w: &mut SegmentWriter) -> Result<()> {
+        self.write_tables_over(w, None)
+    }
+
+    fn write_tables_over(
+        &mut self,
+        w: &mut SegmentWriter,
+        catalog: Option<&Catalog>,
+    ) -> Result<()> {
+        let catalog = || {
+            catalog.ok_or_else(|| {
+                Error::InvalidArgument(
+                    "I-Match, idf-weighted simhash and the simhash boilerplate filter need the \
+                     index's frozen lexicon or frequent set: they cannot be written outside an \
+                     index"
+                        .into(),
+                )
+            })
+        };
+        if self
+            .opts
+            .simhash
+            .is_some_and(|s| s.weight == SimhashWeight::Idf || s.boilerplate.is_some())
+        {
+            self.deferred_simhashes(catalog()?)?;
+        }
         if self.opts.simhash.is_some() {
             let tables = self.opts.simhash_tables()?;
             for t in 0..tables.tables() {
@@ -285,7 +317,7 @@ impl MethodWriter {
                     s.sort_unstable();
                     s
                 }
-                None => self.terms.signatures(catalog, &im)?,
+                None => self.terms.signatures(catalog()?, &im)?,
             };
             write_postings(w, imatch::IMATCH, &sigs)?;
         }

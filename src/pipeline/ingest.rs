@@ -404,45 +404,7 @@ impl Index {
         progress(Progress::Stage("sorting postings"));
         let mut lap = Instant::now();
         s.stage_seconds.read = started.elapsed().as_secs_f64();
-        let mut frequent: Vec<(u64, u32)> = Vec::new();
-        let mut keys = 0u64;
-        writer.begin_table(segment::POSTINGS)?;
-        {
-            let mut ids: Vec<u32> = Vec::new();
-            let mut cur: Option<u64> = None;
-            let mut buf = Vec::new();
-            let mut flush =
-                |key: u64, ids: &mut Vec<u32>, writer: &mut SegmentWriter| -> Result<()> {
-                    buf.clear();
-                    segment::encode_postings(ids, &mut buf);
-                    writer.add(key, &buf)?;
-                    if ids.len() as u32 > FREQUENT_DF {
-                        frequent.push((key, ids.len() as u32));
-                    }
-                    keys += 1;
-                    ids.clear();
-                    Ok(())
-                };
-            for rec in sorter.finish()? {
-                let rec = rec?;
-                if cur != Some(rec.key) {
-                    if let Some(k) = cur {
-                        flush(k, &mut ids, &mut writer)?;
-                    }
-                    cur = Some(rec.key);
-                }
-                ids.push(rec.doc);
-            }
-            if let Some(k) = cur {
-                flush(k, &mut ids, &mut writer)?;
-            }
-        }
-        writer.end_table()?;
-        writer.begin_table(FREQUENT_TABLE)?;
-        for (k, df) in &frequent {
-            writer.add(*k, &df.to_le_bytes())?;
-        }
-        writer.end_table()?;
+        let keys = write_postings_tables(&mut writer, sorter.finish()?)?;
         methods.write_tables(&mut writer, catalog)?;
         let seg_meta = writer.finish()?;
         s.segment_bytes = seg_meta.bytes;
@@ -571,6 +533,56 @@ impl Index {
         s.mb_per_second = s.input_bytes as f64 / 1e6 / secs.max(1e-9);
         Ok(s)
     }
+}
+
+/// The POSTINGS table from the sorted `(feature, doc)` stream, then the FREQUENT table (the
+/// features in more than `FREQUENT_DF` of its documents, with their df), into `writer` after
+/// its FORWARD table: the tables every batch segment has. Returns the number of posting keys.
+/// Ingest and the staged segments of `lifecycle::stage` share it, so their segments agree
+/// byte for byte.
+pub(crate) fn write_postings_tables(
+    writer: &mut SegmentWriter,
+    sorted: impl IntoIterator<Item = Result<KeyDoc>>,
+) -> Result<u64> {
+    let mut frequent: Vec<(u64, u32)> = Vec::new();
+    let mut keys = 0u64;
+    writer.begin_table(segment::POSTINGS)?;
+    {
+        let mut ids: Vec<u32> = Vec::new();
+        let mut cur: Option<u64> = None;
+        let mut buf = Vec::new();
+        let mut flush = |key: u64, ids: &mut Vec<u32>, writer: &mut SegmentWriter| -> Result<()> {
+            buf.clear();
+            segment::encode_postings(ids, &mut buf);
+            writer.add(key, &buf)?;
+            if ids.len() as u32 > FREQUENT_DF {
+                frequent.push((key, ids.len() as u32));
+            }
+            keys += 1;
+            ids.clear();
+            Ok(())
+        };
+        for rec in sorted {
+            let rec = rec?;
+            if cur != Some(rec.key) {
+                if let Some(k) = cur {
+                    flush(k, &mut ids, writer)?;
+                }
+                cur = Some(rec.key);
+            }
+            ids.push(rec.doc);
+        }
+        if let Some(k) = cur {
+            flush(k, &mut ids, writer)?;
+        }
+    }
+    writer.end_table()?;
+    writer.begin_table(FREQUENT_TABLE)?;
+    for (k, df) in &frequent {
+        writer.add(*k, &df.to_le_bytes())?;
+    }
+    writer.end_table()?;
+    Ok(keys)
 }
 
 /// Files of a segment that is not (yet) published; removed when dropped.

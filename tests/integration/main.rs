@@ -14,6 +14,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod adopt;
 mod corpus_exact;
 mod crash_kill;
 mod crash_kill_ops;
