@@ -154,13 +154,54 @@ static WORD_BYTE: [u8; 256] = {
     t
 };
 
+/// Eight bytes at a time (SWAR): which bytes are ASCII word characters, and their lowercase.
+mod swar {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+
+    /// High bit of each byte set iff that byte is in `a..=b`, for bytes below 0x80 (both
+    /// additions then stay inside their byte: at most 0x7F + 0x7F).
+    #[inline(always)]
+    fn in_range(x: u64, a: u8, b: u8) -> u64 {
+        let ge_a = x.wrapping_add(LO * (0x80 - a as u64));
+        let gt_b = x.wrapping_add(LO * (0x7F - b as u64));
+        ge_a & !gt_b & HI
+    }
+
+    /// (word, lower): `word` has the high bit set in each byte that is `[0-9A-Za-z_]`; `lower`
+    /// is the eight bytes with `A-Z` lowercased (other bytes unchanged).
+    #[inline(always)]
+    pub(super) fn classify(w: u64) -> (u64, u64) {
+        let ascii = !w & HI;
+        let x = w & !HI;
+        let upper = in_range(x, b'A', b'Z');
+        let lower = in_range(x | (LO * 0x20), b'a', b'z');
+        let word = (lower | in_range(x, b'0', b'9') | in_range(x, b'_', b'_')) & ascii;
+        (word, w | (upper >> 2))
+    }
+
+    /// The eight bytes at `i` as a little-endian word (byte i is the lowest).
+    #[inline(always)]
+    pub(super) fn load(b: &[u8], i: usize) -> u64 {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[i..i + 8]);
+        u64::from_le_bytes(a)
+    }
+
+    /// How many leading bytes (0..=8) have the high bit set in `mask`.
+    #[inline(always)]
+    pub(super) fn leading(mask: u64) -> usize {
+        ((!mask & HI).trailing_zeros() / 8) as usize
+    }
+}
+
 /// Appends the lowercase words of UTF-8 `text` to `out`, each preceded by a space unless `out`
 /// is empty: the canonical text format. Invalid UTF-8 separates words, as U+FFFD would.
 ///
-/// ASCII runs take a table-driven fast path: a word run is found with one lookup per byte and
-/// copied lowercased in one `extend` (no per-byte capacity check), a separator run is skipped
-/// with one lookup per byte. Only non-ASCII characters are decoded and looked up in the
-/// Unicode tables.
+/// ASCII runs take a fast path, eight bytes at a time: the classification and lowercasing of
+/// a block are a few integer operations (`swar`), a word is copied lowercased block by block,
+/// and a separator run is skipped block by block. Only non-ASCII characters are decoded and
+/// looked up in the Unicode tables.
 pub(super) fn append_words(b: &[u8], out: &mut Vec<u8>) {
     // ASCII output never outgrows the input: a word is copied as is, and every space before a
     // word but the first stands for at least one separator byte of the input.
@@ -171,24 +212,45 @@ pub(super) fn append_words(b: &[u8], out: &mut Vec<u8>) {
     while i < n {
         let c = b[i];
         if WORD_BYTE[c as usize] != 0 {
-            let start = i;
-            i += 1;
-            while i < n && WORD_BYTE[b[i] as usize] != 0 {
-                i += 1;
-            }
             if !in_word && !out.is_empty() {
                 out.push(b' ');
             }
-            out.extend(b[start..i].iter().map(|&c| WORD_BYTE[c as usize]));
             // A non-ASCII word character right after the run continues this word.
             in_word = true;
+            while i + 8 <= n {
+                let (word, lower) = swar::classify(swar::load(b, i));
+                let k = swar::leading(word);
+                out.extend_from_slice(&lower.to_le_bytes()[..k]);
+                i += k;
+                if k < 8 {
+                    break;
+                }
+            }
+            if i + 8 > n {
+                while i < n && WORD_BYTE[b[i] as usize] != 0 {
+                    out.push(WORD_BYTE[b[i] as usize]);
+                    i += 1;
+                }
+            }
             continue;
         }
         if c < 0x80 {
             in_word = false;
             i += 1;
-            while i < n && b[i] < 0x80 && WORD_BYTE[b[i] as usize] == 0 {
-                i += 1;
+            // Skip to the next word or non-ASCII byte.
+            while i + 8 <= n {
+                let w = swar::load(b, i);
+                let (word, _) = swar::classify(w);
+                let k = swar::leading(!(word | (w & 0x8080_8080_8080_8080)));
+                i += k;
+                if k < 8 {
+                    break;
+                }
+            }
+            if i + 8 > n {
+                while i < n && b[i] < 0x80 && WORD_BYTE[b[i] as usize] == 0 {
+                    i += 1;
+                }
             }
             continue;
         }
