@@ -2,6 +2,8 @@
 //! by the tests (target tmp dir), else 300 generated pages with shared boilerplate.
 #![allow(dead_code)]
 
+pub mod cputime;
+
 use std::path::Path;
 
 pub fn sample_pages() -> Vec<Vec<u8>> {

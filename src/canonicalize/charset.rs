@@ -61,6 +61,11 @@ pub(super) fn prescan(s: &[u8]) -> Option<&'static Encoding> {
     let mut p = 0;
     while p < s.len() {
         let rest = &s[p..];
+        if rest[0] != b'<' {
+            // Every rule below starts at a '<'; any other byte just advances by one, so jump.
+            p += memchr::memchr(b'<', rest)?;
+            continue;
+        }
         if rest.starts_with(b"<!--") {
             // To the '>' of the first "-->" after "<!" ("<!-->" closes itself).
             p += 2 + find(&rest[2..], b"-->")? + 3;

@@ -61,6 +61,20 @@ impl Dom {
         Dom::default()
     }
 
+    /// Empties the arena, keeping its allocations for the next document.
+    pub(super) fn clear(&mut self) {
+        self.nodes.clear();
+        self.chunks.clear();
+        self.data.clear();
+    }
+
+    /// Bytes of heap the arena holds.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.chunks.capacity() * std::mem::size_of::<Chunk>()
+            + self.data.capacity()
+    }
+
     fn alloc(&mut self, kind: Kind) -> NodeId {
         self.nodes.push(Node {
             parent: NIL,

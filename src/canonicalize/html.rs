@@ -14,14 +14,13 @@ use super::tags::{name_hash, Ns, Tag};
 use super::tree::{AttrHint, TagTok, Tok, Tree};
 
 /// Parses `html` and appends its body text to `out`: each text node preceded by one space,
-/// `script`/`style`/`template` content left out.
-pub(super) fn body_text(html: &[u8], out: &mut Vec<u8>) {
-    let mut tree = Tree::new();
+/// `script`/`style`/`template` content left out. `tree` is a fresh (or recycled) tree builder.
+pub(super) fn body_text(html: &[u8], tree: &mut Tree, out: &mut Vec<u8>) {
     let glue = Glue {
-        tree: Some(&mut tree),
+        tree: Some(&mut *tree),
         ..Glue::default()
     };
-    let tokenizer = Tokenizer::new_with_emitter(FastReader { input: html }, glue);
+    let tokenizer = Tokenizer::new_with_emitter(FastReader::new(html), glue);
     match tokenizer.finish() {
         Ok(()) => {}
         Err(never) => match never {},
@@ -29,11 +28,83 @@ pub(super) fn body_text(html: &[u8], out: &mut Vec<u8>) {
     tree.body_text(out);
 }
 
-/// html5gum's in-memory reader, with a cheaper `read_until`: the tokenizer asks for the next of
-/// a few ASCII bytes (`<`, `&`, `\r`, ...) and the runs between them are short in HTML, so two
-/// 64-bit masks beat the setup cost of the SIMD search html5gum uses.
+/// html5gum's in-memory reader, with a cheaper `read_until`. The tokenizer asks for the next of
+/// a few ASCII bytes (`<`, `&`, `\0`, `\r`, quotes, ...). Bytes the document does not contain at
+/// all (NUL always, since `canonicalize` rejects it first; CR in most documents) are dropped
+/// from the set once, which leaves at most three: short runs (most text between tags) are
+/// scanned with two 64-bit masks, long ones (paragraphs, scripts, attribute values) with
+/// memchr's SIMD search.
 struct FastReader<'a> {
     input: &'a [u8],
+    /// Bit b (b < 64) set: byte b never occurs in the input.
+    absent: u64,
+}
+
+/// How many bytes `read_until` scans with the masks before it switches to memchr.
+const SHORT_SCAN: usize = 16;
+
+impl<'a> FastReader<'a> {
+    fn new(input: &'a [u8]) -> FastReader<'a> {
+        let mut absent = 0u64;
+        for b in [0u8, b'\r'] {
+            if memchr::memchr(b, input).is_none() {
+                absent |= 1 << b;
+            }
+        }
+        FastReader { input, absent }
+    }
+
+    /// The position of the first byte of `needle` in the input, if any.
+    #[inline(always)]
+    fn find(&self, needle: &[u8]) -> Option<usize> {
+        // `needle` is a constant at every call site in html5gum, so the masks fold away.
+        let (mut lo, mut hi) = (0u64, 0u64);
+        for &n in needle {
+            if n < 64 {
+                lo |= 1 << n;
+            } else if n < 128 {
+                hi |= 1 << (n - 64);
+            }
+        }
+        let hit = |b: u8| {
+            if b < 64 {
+                lo >> b & 1 != 0
+            } else {
+                b < 128 && hi >> (b - 64) & 1 != 0
+            }
+        };
+        let input = self.input;
+        let short = input.len().min(SHORT_SCAN);
+        if let Some(i) = input[..short].iter().position(|&b| hit(b)) {
+            return Some(i);
+        }
+        let rest = &input[short..];
+        if rest.is_empty() {
+            return None;
+        }
+        // A long run: search only for the needle bytes the input can contain.
+        let lo_present = lo & !self.absent;
+        let mut set = [0u8; 3];
+        let k = (lo_present.count_ones() + hi.count_ones()) as usize;
+        if k <= set.len() {
+            let mut j = 0;
+            for (mut m, base) in [(lo_present, 0u8), (hi, 64)] {
+                while m != 0 {
+                    set[j] = base + m.trailing_zeros() as u8;
+                    m &= m - 1;
+                    j += 1;
+                }
+            }
+        }
+        let found = match k {
+            0 => None,
+            1 => memchr::memchr(set[0], rest),
+            2 => memchr::memchr2(set[0], set[1], rest),
+            3 => memchr::memchr3(set[0], set[1], set[2], rest),
+            _ => rest.iter().position(|&b| hit(b)),
+        };
+        found.map(|i| i + short)
+    }
 }
 
 impl<'a> Reader for FastReader<'a> {
@@ -59,22 +130,7 @@ impl<'a> Reader for FastReader<'a> {
         if self.input.is_empty() {
             return Ok(None);
         }
-        let (mut lo, mut hi) = (0u64, 0u64);
-        for &n in needle {
-            if n < 64 {
-                lo |= 1 << n;
-            } else if n < 128 {
-                hi |= 1 << (n - 64);
-            }
-        }
-        let hit = |b: u8| {
-            if b < 64 {
-                lo >> b & 1 != 0
-            } else {
-                b < 128 && hi >> (b - 64) & 1 != 0
-            }
-        };
-        let len = match self.input.iter().position(|&b| hit(b)) {
+        let len = match self.find(needle) {
             Some(0) => 1,
             Some(i) => i,
             None => self.input.len(),

@@ -16,17 +16,31 @@ macro_rules! tags {
         impl Tag {
             /// The tag for a lowercase tag name; `Other` for names no rule mentions.
             ///
-            /// Names are compared as one packed integer (every known name fits in 16 bytes),
-            /// which is much cheaper than a chain of slice comparisons.
-            #[allow(non_upper_case_globals)]
+            /// Names are packed into one integer (every known name fits in 16 bytes) and
+            /// looked up in a hash table built at compile time: one or two probes, instead of
+            /// a chain of slice comparisons or a deep tree of integer compares.
+            #[inline]
             pub(super) fn from_name(name: &[u8]) -> Tag {
                 if name.is_empty() || name.len() > 16 {
                     return Tag::Other;
                 }
-                $(const $variant: u128 = pack($name);)*
-                match pack(name) { $($variant => Tag::$variant,)* _ => Tag::Other }
+                let key = pack(name);
+                let mut i = slot(key);
+                loop {
+                    let (k, tag) = TAG_TABLE[i];
+                    if k == key {
+                        return tag;
+                    }
+                    if k == 0 {
+                        return Tag::Other;
+                    }
+                    i = (i + 1) % TAG_SLOTS;
+                }
             }
         }
+
+        /// Every known tag with its name.
+        const ALL_TAGS: &[(&[u8], Tag)] = &[$(($name, Tag::$variant),)*];
     };
 }
 
@@ -69,6 +83,33 @@ const fn pack(s: &[u8]) -> u128 {
     }
     v
 }
+
+/// Slots of the name table: a power of two, at most 1/4 full, so probe chains stay short.
+const TAG_SLOTS: usize = 512;
+
+/// The home slot of a packed name.
+const fn slot(key: u128) -> usize {
+    let x = (key as u64) ^ ((key >> 64) as u64).wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - TAG_SLOTS.trailing_zeros())) as usize
+}
+
+/// Open addressing with linear probing; key 0 (the empty name, never looked up) marks a free
+/// slot.
+static TAG_TABLE: [(u128, Tag); TAG_SLOTS] = {
+    let mut t = [(0u128, Tag::Other); TAG_SLOTS];
+    assert!(ALL_TAGS.len() * 4 <= TAG_SLOTS);
+    let mut j = 0;
+    while j < ALL_TAGS.len() {
+        let key = pack(ALL_TAGS[j].0);
+        let mut i = slot(key);
+        while t[i].0 != 0 {
+            i = (i + 1) % TAG_SLOTS;
+        }
+        t[i] = (key, ALL_TAGS[j].1);
+        j += 1;
+    }
+    t
+};
 
 /// Namespace of an element on the stack of open elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,4 +346,40 @@ pub(super) fn name_hash(name: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_name_is_found_and_nothing_else() {
+        for &(name, tag) in ALL_TAGS {
+            assert_eq!(
+                Tag::from_name(name),
+                tag,
+                "{}",
+                String::from_utf8_lossy(name)
+            );
+            // Prefixes, extensions and uppercase forms of a known name are other tags.
+            let mut longer = name.to_vec();
+            longer.push(b'x');
+            if !ALL_TAGS.iter().any(|&(n, _)| n == longer.as_slice()) {
+                assert_eq!(Tag::from_name(&longer), Tag::Other);
+            }
+            let short = &name[..name.len() - 1];
+            if !ALL_TAGS.iter().any(|&(n, _)| n == short) {
+                assert_eq!(Tag::from_name(short), Tag::Other);
+            }
+            assert_eq!(Tag::from_name(&name.to_ascii_uppercase()), Tag::Other);
+        }
+        for other in [
+            &b"custom-el"[..],
+            b"",
+            b"annotation-xml-and-more",
+            b"\xEF\xBF\xBD",
+        ] {
+            assert_eq!(Tag::from_name(other), Tag::Other);
+        }
+    }
 }

@@ -246,3 +246,52 @@ fn golden_examples_of_the_spec() {
     }
     assert!(n >= 10, "only {n} golden lines");
 }
+
+/// The word pass's fast path against the reference on every page of the shared llvm-docs
+/// corpus (skipped, with a notice, when it is absent): on the page bytes read as plain text,
+/// and on the body text the tree builder extracts from them.
+#[test]
+fn word_fast_path_equals_reference_on_the_shared_corpus() {
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpus/llvm-docs/docs.tar.zst");
+    if !corpus.exists() {
+        eprintln!("NOTICE: {} absent; skipping", corpus.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let st = std::process::Command::new("tar")
+        .arg("--zstd")
+        .arg("-xf")
+        .arg(&corpus)
+        .arg("-C")
+        .arg(dir.path())
+        .status()
+        .expect("run tar (is zstd installed? run tools/setup.sh)");
+    assert!(st.success());
+    let mut stack = vec![dir.path().to_owned()];
+    let mut pages = 0;
+    while let Some(p) = stack.pop() {
+        for e in std::fs::read_dir(&p).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let mut body = Vec::new();
+            html::body_text(&bytes, &mut tree::Tree::new(), &mut body);
+            for input in [&bytes, &body] {
+                let (mut fast, mut slow) = (Vec::new(), Vec::new());
+                words::append_words(input, &mut fast);
+                words::append_words_reference(input, &mut slow);
+                assert!(
+                    fast == slow,
+                    "{}: the fast word pass differs",
+                    path.display()
+                );
+            }
+            pages += 1;
+        }
+    }
+    assert!(pages > 3000, "{pages} pages");
+}

@@ -169,13 +169,74 @@ pub(super) fn all_ws(s: &[u8]) -> bool {
 
 impl Tree {
     pub(super) fn new() -> Tree {
-        let mut dom = Dom::new();
+        Tree::with_buffers(
+            Dom::new(),
+            Vec::with_capacity(64),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        )
+    }
+
+    /// A fresh tree that reuses this one's allocations (emptied): parsing many documents on one
+    /// thread then allocates, grows and page-faults its arenas once instead of per document.
+    /// The destructuring names every field, so a new field cannot be forgotten here.
+    pub(super) fn recycle(self) -> Tree {
+        let Tree {
+            mut dom,
+            mut stack,
+            mut afe,
+            mut open,
+            counts: _,
+            mode: _,
+            orig_mode: _,
+            head: _,
+            body: _,
+            form: _,
+            frameset_ok: _,
+            quirks: _,
+            foster: _,
+            mut template_modes,
+            mut pending,
+            pending_nonws: _,
+            next_state: _,
+        } = self;
+        dom.clear();
+        stack.clear();
+        afe.clear();
+        open.clear();
+        template_modes.clear();
+        pending.clear();
+        Tree::with_buffers(dom, stack, afe, open, template_modes, pending)
+    }
+
+    /// Bytes of heap the tree holds (what keeping it for reuse costs).
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.dom.heap_bytes()
+            + self.stack.capacity() * std::mem::size_of::<Open>()
+            + self.afe.capacity() * std::mem::size_of::<Fmt>()
+            + self.open.capacity()
+            + self.template_modes.capacity()
+            + self.pending.capacity()
+    }
+
+    fn with_buffers(
+        mut dom: Dom,
+        stack: Vec<Open>,
+        afe: Vec<Fmt>,
+        open: Vec<bool>,
+        template_modes: Vec<Mode>,
+        pending: Vec<u8>,
+    ) -> Tree {
+        debug_assert!(stack.is_empty() && afe.is_empty() && open.is_empty());
+        debug_assert!(template_modes.is_empty() && pending.is_empty());
         let html = dom.new_element(Tag::Html);
         let mut t = Tree {
             dom,
-            stack: Vec::with_capacity(64),
-            afe: Vec::new(),
-            open: Vec::new(),
+            stack,
+            afe,
+            open,
             counts: [0; TAG_COUNT],
             mode: Mode::Initial,
             orig_mode: Mode::InBody,
@@ -185,8 +246,8 @@ impl Tree {
             frameset_ok: true,
             quirks: false,
             foster: false,
-            template_modes: Vec::new(),
-            pending: Vec::new(),
+            template_modes,
+            pending,
             pending_nonws: false,
             next_state: None,
         };

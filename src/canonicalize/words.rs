@@ -142,9 +142,149 @@ fn final_sigma(b: &[u8], i: usize) -> bool {
     true
 }
 
+/// For each byte: its lowercase form if it is an ASCII word character (`[0-9A-Za-z_]`), else 0
+/// (ASCII separators and every byte >= 0x80). One lookup classifies and lowercases.
+static WORD_BYTE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = ASCII_WORD[b];
+        b += 1;
+    }
+    t
+};
+
+/// Eight bytes at a time (SWAR): which bytes are ASCII word characters, and their lowercase.
+mod swar {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+
+    /// High bit of each byte set iff that byte is in `a..=b`, for bytes below 0x80 (both
+    /// additions then stay inside their byte: at most 0x7F + 0x7F).
+    #[inline(always)]
+    fn in_range(x: u64, a: u8, b: u8) -> u64 {
+        let ge_a = x.wrapping_add(LO * (0x80 - a as u64));
+        let gt_b = x.wrapping_add(LO * (0x7F - b as u64));
+        ge_a & !gt_b & HI
+    }
+
+    /// (word, lower): `word` has the high bit set in each byte that is `[0-9A-Za-z_]`; `lower`
+    /// is the eight bytes with `A-Z` lowercased (other bytes unchanged).
+    #[inline(always)]
+    pub(super) fn classify(w: u64) -> (u64, u64) {
+        let ascii = !w & HI;
+        let x = w & !HI;
+        let upper = in_range(x, b'A', b'Z');
+        let lower = in_range(x | (LO * 0x20), b'a', b'z');
+        let word = (lower | in_range(x, b'0', b'9') | in_range(x, b'_', b'_')) & ascii;
+        (word, w | (upper >> 2))
+    }
+
+    /// The eight bytes at `i` as a little-endian word (byte i is the lowest).
+    #[inline(always)]
+    pub(super) fn load(b: &[u8], i: usize) -> u64 {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[i..i + 8]);
+        u64::from_le_bytes(a)
+    }
+
+    /// How many leading bytes (0..=8) have the high bit set in `mask`.
+    #[inline(always)]
+    pub(super) fn leading(mask: u64) -> usize {
+        ((!mask & HI).trailing_zeros() / 8) as usize
+    }
+}
+
 /// Appends the lowercase words of UTF-8 `text` to `out`, each preceded by a space unless `out`
 /// is empty: the canonical text format. Invalid UTF-8 separates words, as U+FFFD would.
+///
+/// ASCII runs take a fast path, eight bytes at a time: the classification and lowercasing of
+/// a block are a few integer operations (`swar`), a word is copied lowercased block by block,
+/// and a separator run is skipped block by block. Only non-ASCII characters are decoded and
+/// looked up in the Unicode tables.
 pub(super) fn append_words(b: &[u8], out: &mut Vec<u8>) {
+    // ASCII output never outgrows the input: a word is copied as is, and every space before a
+    // word but the first stands for at least one separator byte of the input.
+    out.reserve(b.len() + 1);
+    let n = b.len();
+    let mut in_word = false;
+    let mut i = 0;
+    while i < n {
+        let c = b[i];
+        if WORD_BYTE[c as usize] != 0 {
+            if !in_word && !out.is_empty() {
+                out.push(b' ');
+            }
+            // A non-ASCII word character right after the run continues this word.
+            in_word = true;
+            while i + 8 <= n {
+                let (word, lower) = swar::classify(swar::load(b, i));
+                let k = swar::leading(word);
+                out.extend_from_slice(&lower.to_le_bytes()[..k]);
+                i += k;
+                if k < 8 {
+                    break;
+                }
+            }
+            if i + 8 > n {
+                while i < n && WORD_BYTE[b[i] as usize] != 0 {
+                    out.push(WORD_BYTE[b[i] as usize]);
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        if c < 0x80 {
+            in_word = false;
+            i += 1;
+            // Skip to the next word or non-ASCII byte.
+            while i + 8 <= n {
+                let w = swar::load(b, i);
+                let (word, _) = swar::classify(w);
+                let k = swar::leading(!(word | (w & 0x8080_8080_8080_8080)));
+                i += k;
+                if k < 8 {
+                    break;
+                }
+            }
+            if i + 8 > n {
+                while i < n && b[i] < 0x80 && WORD_BYTE[b[i] as usize] == 0 {
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        let (ch, len) = decode_at(b, i);
+        let lowered = match ch {
+            None => ['\u{FFFD}', '\0', '\0'],
+            Some('Σ') => [if final_sigma(b, i) { 'ς' } else { 'σ' }, '\0', '\0'],
+            Some(ch) => lower_char(ch),
+        };
+        for lc in lowered.into_iter().take_while(|&lc| lc != '\0') {
+            if is_word_char(lc) {
+                if !in_word {
+                    if !out.is_empty() {
+                        out.push(b' ');
+                    }
+                    in_word = true;
+                }
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(lc.encode_utf8(&mut buf).as_bytes());
+            } else {
+                in_word = false;
+            }
+        }
+        i += len;
+    }
+}
+
+#[cfg(test)]
+/// The byte-at-a-time `append_words` this module had before its fast path, kept as the
+/// reference the fast path is tested against (byte-identical output).
+///
+/// Appends the lowercase words of UTF-8 `text` to `out`, each preceded by a space unless `out`
+/// is empty: the canonical text format. Invalid UTF-8 separates words, as U+FFFD would.
+pub(super) fn append_words_reference(b: &[u8], out: &mut Vec<u8>) {
     let mut in_word = false;
     let mut i = 0;
     while i < b.len() {
@@ -239,6 +379,65 @@ mod tests {
         assert_eq!(words("日本語テキスト"), "日本語テキスト");
         assert_eq!(words("a\u{FFFD}b"), "a b");
         assert_eq!(words("a\u{FEFF}b"), "a b");
+    }
+
+    /// Pieces that exercise every branch: ASCII words and separators, multi-byte letters,
+    /// expanding lowercase (İ), sigma in every context, invalid and truncated UTF-8.
+    const PIECES: &[&[u8]] = &[
+        b"a",
+        b"Z",
+        b"_",
+        b"9",
+        b"word",
+        b"MiXeD",
+        b" ",
+        b"-",
+        b".",
+        b"'",
+        b"\n",
+        b"\x7f",
+        "é".as_bytes(),
+        "É".as_bytes(),
+        "İ".as_bytes(),
+        "Σ".as_bytes(),
+        "ς".as_bytes(),
+        "ẞ".as_bytes(),
+        "日本".as_bytes(),
+        "\u{301}".as_bytes(),
+        "\u{FEFF}".as_bytes(),
+        "½".as_bytes(),
+        "😀".as_bytes(),
+        "ᾈ".as_bytes(),
+        b"\xFF",
+        b"\xC3",
+        b"\xE2\x80",
+        b"\x80",
+        b"\xF4\x90\x80\x80",
+    ];
+
+    fn both(b: &[u8], prefix: &[u8]) {
+        let (mut fast, mut slow) = (prefix.to_vec(), prefix.to_vec());
+        append_words(b, &mut fast);
+        append_words_reference(b, &mut slow);
+        assert_eq!(fast, slow, "input {:?}", String::from_utf8_lossy(b));
+    }
+
+    proptest::proptest! {
+        /// The fast path gives the reference's bytes on any mix of the tricky pieces.
+        #[test]
+        fn fast_path_equals_reference(
+            idx in proptest::collection::vec(0..PIECES.len(), 0..40),
+            nonempty_out in proptest::bool::ANY,
+        ) {
+            let b: Vec<u8> = idx.iter().flat_map(|&i| PIECES[i].iter().copied()).collect();
+            both(&b, if nonempty_out { b"x" } else { b"" });
+        }
+
+        /// And on arbitrary bytes.
+        #[test]
+        fn fast_path_equals_reference_on_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            both(&b, b"");
+        }
     }
 
     #[test]

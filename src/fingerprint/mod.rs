@@ -265,7 +265,7 @@ pub fn words(text: &str) -> impl Iterator<Item = &[u8]> {
 pub fn fingerprint(text: &str, opts: &FingerprintOptions) -> Fingerprint {
     // Each word is hashed once: the hashes feed both the simhash and the word shingles.
     // Canonical text has one space per word boundary, so this sizes the buffer exactly.
-    let spaces = text.bytes().filter(|&b| b == b' ').count();
+    let spaces = crate::canonicalize::count_byte(text.as_bytes(), b' ');
     let mut word_hash_bytes: Vec<u8> = Vec::with_capacity(8 * (spaces + 1));
     let mut sim = simhash::Accumulator::new();
     for w in words(text) {
