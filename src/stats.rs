@@ -25,6 +25,8 @@ pub struct TableBytes {
     pub postings: u64,
     pub forward: u64,
     pub frequent: u64,
+    /// The method tables (simhash, DSC-SS, I-Match ...): every other table of the segments.
+    pub methods: u64,
     pub segments_total: u64,
     pub catalog: u64,
     pub total: u64,
@@ -70,6 +72,12 @@ impl Index {
             bytes.postings += table(segment::POSTINGS);
             bytes.forward += table(segment::FORWARD);
             bytes.frequent += table(FREQUENT_TABLE);
+            bytes.methods += s
+                .seg
+                .tables()
+                .filter(|t| ![segment::POSTINGS, segment::FORWARD, FREQUENT_TABLE].contains(&t.id))
+                .map(|t| t.bytes)
+                .sum::<u64>();
             bytes.segments_total += s.entry.bytes;
             segments.push(SegmentStats {
                 file: s.entry.file.clone(),

@@ -23,7 +23,7 @@ pub fn run(a: StatsArgs) -> Result<(), Error> {
         "index {}\n  documents {} (deleted {}), batches {}, clusters {} ({} docs)\n  \
          options: shingle {}, sample {}, cluster threshold {}\n  \
          methods: {}\n  \
-         bytes: postings {}, forward {}, segments {}, catalog {}, total {} ({:.0} per document)",
+         bytes: postings {}, forward {}, frequent {}, method tables {}, segments {}, catalog {}, total {} ({:.0} per document)",
         a.ix.index.display(),
         s.documents,
         s.deleted,
@@ -36,6 +36,8 @@ pub fn run(a: StatsArgs) -> Result<(), Error> {
         o.methods.describe(),
         s.bytes.postings,
         s.bytes.forward,
+        s.bytes.frequent,
+        s.bytes.methods,
         s.bytes.segments_total,
         s.bytes.catalog,
         s.bytes.total,

@@ -525,6 +525,21 @@ impl<'a> V2View<'a> {
         self.keys.lower_bound(key - self.first_key)
     }
 
+    /// Decodes all keys and value ends into `keys` and `ends` (cleared first): the sequential
+    /// decode a scan uses instead of a select per entry.
+    pub fn decode_all(&self, keys: &mut Vec<u64>, ends: &mut Vec<u64>) {
+        keys.clear();
+        ends.clear();
+        self.keys.decode_into(self.first_key, keys);
+        self.ends.decode_into(0, ends);
+    }
+
+    /// Value bytes `[start, end)` (from `decode_all`'s ends).
+    #[inline]
+    pub fn values_range(&self, start: u64, end: u64) -> Option<&'a [u8]> {
+        self.values.get(start as usize..end as usize)
+    }
+
     #[inline]
     pub fn value(&self, i: usize) -> Option<&'a [u8]> {
         let (start, end) = match i {

@@ -218,6 +218,8 @@ impl Segment {
             lo,
             hi,
             released: 0,
+            keys: Vec::new(),
+            ends: Vec::new(),
         }
     }
 
@@ -324,6 +326,10 @@ pub struct Entries<'a> {
     hi: u64,
     /// Bytes before this offset were handed back to the kernel.
     released: u64,
+    /// A version-2 block's keys and value ends, decoded once when the scan enters it (one
+    /// sequential pass instead of a select per entry); empty for version-1 blocks.
+    keys: Vec<u64>,
+    ends: Vec<u64>,
 }
 
 impl<'a> Iterator for Entries<'a> {
@@ -334,13 +340,27 @@ impl<'a> Iterator for Entries<'a> {
         loop {
             if let Some(view) = &self.view {
                 if self.pos < view.len() {
-                    let (key, i) = (view.key(self.pos), self.pos);
+                    let i = self.pos;
+                    let key = match (view, self.keys.get(i)) {
+                        (BlockView::V2(_), Some(&k)) => k,
+                        _ => view.key(i),
+                    };
                     if key > self.hi {
                         self.table = None;
                         return None;
                     }
                     self.pos += 1;
-                    let item = self.seg.value(t, self.block, view, i).map(|v| (key, v));
+                    let fast = match view {
+                        BlockView::V2(v2) if self.ends.len() == view.len() => {
+                            let start = if i == 0 { 0 } else { self.ends[i - 1] };
+                            v2.values_range(start, self.ends[i])
+                        }
+                        _ => None,
+                    };
+                    let item = match fast {
+                        Some(v) => Ok((key, v)),
+                        None => self.seg.value(t, self.block, view, i).map(|v| (key, v)),
+                    };
                     if item.is_err() {
                         self.table = None;
                     }
@@ -365,7 +385,14 @@ impl<'a> Iterator for Entries<'a> {
             }
             match self.seg.block(t, self.block) {
                 Ok(view) => {
-                    self.pos = view.lower_bound(self.lo);
+                    if let BlockView::V2(v2) = &view {
+                        v2.decode_all(&mut self.keys, &mut self.ends);
+                        self.pos = self.keys.partition_point(|&k| k < self.lo);
+                    } else {
+                        self.keys.clear();
+                        self.ends.clear();
+                        self.pos = view.lower_bound(self.lo);
+                    }
                     self.view = Some(view);
                 }
                 Err(e) => {

@@ -35,5 +35,6 @@ mod method_properties;
 mod pipeline_incremental;
 mod pipeline_max_df;
 mod runs;
+mod segment_format;
 mod serve;
 mod sites_henzinger;
