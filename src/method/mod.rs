@@ -25,7 +25,9 @@ pub mod exact;
 pub mod idf_simhash;
 pub mod imatch;
 pub mod imatch_reference;
-pub mod options;
+/// The method options live with the index options (`crate::options::methods`): creation
+/// options are below the methods that read them.
+pub use crate::options::methods as options;
 pub mod query;
 pub mod simhash;
 pub mod writer;
@@ -33,10 +35,7 @@ pub mod writer;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::index::Index;
@@ -45,78 +44,9 @@ use crate::threshold::Threshold;
 use crate::view::View;
 
 pub use options::{
-    DscOptions, ImatchFilter, ImatchOptions, MethodArgs, MethodOptions, SimhashFeatures,
+    DscOptions, ImatchFilter, ImatchOptions, Method, MethodArgs, MethodOptions, SimhashFeatures,
     SimhashOptions, SimhashWeight,
 };
-
-/// A near-duplicate method.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Method {
-    Shingle,
-    Simhash,
-    DscSs,
-    Combined,
-    Imatch,
-    Exact,
-    /// Documents sharing a megashingle (= agreeing on >= 2 supershingles), from the stored
-    /// MEGASHINGLES table ([`dsc`]).
-    Megashingle,
-    /// C-similarity of the 384-bit simhashes alone (Henzinger's C), threshold default
-    /// 355/384 ([`dsc`], [`csim`]).
-    CSim,
-    /// C-similarity (threshold default 355/384) for pairs on different sites, combined
-    /// (B-similar and C-similarity >= 355/384) for pairs on the same site ([`dsc`]).
-    Henzinger,
-}
-
-impl Method {
-    pub const ALL: [Method; 9] = [
-        Method::Shingle,
-        Method::Simhash,
-        Method::DscSs,
-        Method::Combined,
-        Method::Imatch,
-        Method::Exact,
-        Method::Megashingle,
-        Method::CSim,
-        Method::Henzinger,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Shingle => "shingle",
-            Method::Simhash => "simhash",
-            Method::DscSs => "dsc-ss",
-            Method::Combined => "combined",
-            Method::Imatch => "imatch",
-            Method::Exact => "exact",
-            Method::Megashingle => "megashingle",
-            Method::CSim => "c-sim",
-            Method::Henzinger => "henzinger",
-        }
-    }
-}
-
-impl fmt::Display for Method {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Method {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Method::ALL
-            .into_iter()
-            .find(|m| m.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown method {s:?} (expected shingle, simhash, dsc-ss, combined, imatch, exact, megashingle, c-sim or henzinger)"
-                ))
-            })
-    }
-}
 
 /// A pair found by a method (a < b). `similarity` is the method's own score in [0, 1]:
 /// resemblance (shingle), 1 - hamming/64 (simhash), agreeing supershingles / supershingles

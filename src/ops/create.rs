@@ -109,7 +109,7 @@ impl CreateSpec {
         let imatch_lexicons = self
             .imatch_lexicons
             .as_deref()
-            .map(crate::method::options::parse_imatch_lexicons)
+            .map(crate::options::methods::parse_imatch_lexicons)
             .transpose()?;
         Ok(CreateOptions {
             shingle,

@@ -2,13 +2,15 @@
 //!
 //! The defaults come from measurements on the shared llvm corpus (README.md, "Defaults").
 
+pub mod methods;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{FingerprintOptions, Sample, ShingleKind};
 use crate::input::site::SiteRule;
-use crate::method::MethodOptions;
 use crate::threshold::Threshold;
+use methods::MethodOptions;
 
 /// Version of the options record (format-spec/rocksdb.md, `meta/options`).
 pub const OPTIONS_VERSION: u32 = 1;

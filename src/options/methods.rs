@@ -3,10 +3,82 @@
 //! has none of these fields: it reads as "no method data" (serde defaults), so only shingle
 //! and exact work on it.
 
+use std::fmt;
+use std::str::FromStr;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::manku::{self, PermutedTables};
+
+/// A near-duplicate method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    Shingle,
+    Simhash,
+    DscSs,
+    Combined,
+    Imatch,
+    Exact,
+    /// Documents sharing a megashingle (= agreeing on >= 2 supershingles), from the stored
+    /// MEGASHINGLES table (`method::dsc`).
+    Megashingle,
+    /// C-similarity of the 384-bit simhashes alone (Henzinger's C), threshold default
+    /// 355/384 (`method::dsc`, `method::csim`).
+    CSim,
+    /// C-similarity (threshold default 355/384) for pairs on different sites, combined
+    /// (B-similar and C-similarity >= 355/384) for pairs on the same site (`method::dsc`).
+    Henzinger,
+}
+
+impl Method {
+    pub const ALL: [Method; 9] = [
+        Method::Shingle,
+        Method::Simhash,
+        Method::DscSs,
+        Method::Combined,
+        Method::Imatch,
+        Method::Exact,
+        Method::Megashingle,
+        Method::CSim,
+        Method::Henzinger,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Shingle => "shingle",
+            Method::Simhash => "simhash",
+            Method::DscSs => "dsc-ss",
+            Method::Combined => "combined",
+            Method::Imatch => "imatch",
+            Method::Exact => "exact",
+            Method::Megashingle => "megashingle",
+            Method::CSim => "c-sim",
+            Method::Henzinger => "henzinger",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Method {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown method {s:?} (expected shingle, simhash, dsc-ss, combined, imatch, exact, megashingle, c-sim or henzinger)"
+                ))
+            })
+    }
+}
 
 /// The per-method creation options; `None` = that method's data is not stored.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -517,12 +589,12 @@ impl MethodOptions {
     /// Options from a `--methods` list (shingle and exact need nothing stored) and the
     /// parameters given with it (`None` = default).
     pub fn from_list(
-        list: &[super::Method],
+        list: &[Method],
         simhash: SimhashOptions,
         dsc: DscOptions,
         imatch: ImatchOptions,
     ) -> Self {
-        use super::Method::*;
+        use Method::*;
         let has = |m| list.contains(&m);
         MethodOptions {
             simhash: has(Simhash).then_some(simhash),
@@ -577,8 +649,8 @@ impl MethodArgs {
             }
             return Ok(None);
         };
-        let list: Vec<super::Method> = if list.trim().eq_ignore_ascii_case("all") {
-            super::Method::ALL.to_vec()
+        let list: Vec<Method> = if list.trim().eq_ignore_ascii_case("all") {
+            Method::ALL.to_vec()
         } else {
             list.split(',')
                 .filter(|s| !s.trim().is_empty())
@@ -618,7 +690,7 @@ impl MethodArgs {
                 minhash: self.minhash.unwrap_or(dd.minhash),
                 supershingle: self.supershingle.unwrap_or(dd.supershingle),
                 min_agree: self.b_agree.unwrap_or(dd.min_agree),
-                megashingles: list.contains(&super::Method::Megashingle),
+                megashingles: list.contains(&Method::Megashingle),
             },
             ImatchOptions {
                 filter: self
