@@ -254,28 +254,36 @@ pub(super) fn append_words(b: &[u8], out: &mut Vec<u8>) {
             }
             continue;
         }
-        let (ch, len) = decode_at(b, i);
-        let lowered = match ch {
-            None => ['\u{FFFD}', '\0', '\0'],
-            Some('Σ') => [if final_sigma(b, i) { 'ς' } else { 'σ' }, '\0', '\0'],
-            Some(ch) => lower_char(ch),
-        };
-        for lc in lowered.into_iter().take_while(|&lc| lc != '\0') {
-            if is_word_char(lc) {
-                if !in_word {
-                    if !out.is_empty() {
-                        out.push(b' ');
-                    }
-                    in_word = true;
-                }
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(lc.encode_utf8(&mut buf).as_bytes());
-            } else {
-                in_word = false;
-            }
-        }
-        i += len;
+        i += push_char(b, i, out, &mut in_word);
     }
+}
+
+/// The non-ASCII character at `b[i]` (or an invalid sequence, which separates words like
+/// U+FFFD): appends its lowercase word characters to `out` as `append_words` does, updating
+/// `in_word`; returns its length in bytes. Shared by the fast path and its test reference,
+/// which differ only in how they walk ASCII.
+fn push_char(b: &[u8], i: usize, out: &mut Vec<u8>, in_word: &mut bool) -> usize {
+    let (ch, len) = decode_at(b, i);
+    let lowered = match ch {
+        None => ['\u{FFFD}', '\0', '\0'],
+        Some('Σ') => [if final_sigma(b, i) { 'ς' } else { 'σ' }, '\0', '\0'],
+        Some(ch) => lower_char(ch),
+    };
+    for lc in lowered.into_iter().take_while(|&lc| lc != '\0') {
+        if is_word_char(lc) {
+            if !*in_word {
+                if !out.is_empty() {
+                    out.push(b' ');
+                }
+                *in_word = true;
+            }
+            let mut buf = [0u8; 4];
+            out.extend_from_slice(lc.encode_utf8(&mut buf).as_bytes());
+        } else {
+            *in_word = false;
+        }
+    }
+    len
 }
 
 #[cfg(test)]
@@ -315,27 +323,7 @@ pub(super) fn append_words_reference(b: &[u8], out: &mut Vec<u8>) {
             }
             continue;
         }
-        let (ch, len) = decode_at(b, i);
-        let lowered = match ch {
-            None => ['\u{FFFD}', '\0', '\0'],
-            Some('Σ') => [if final_sigma(b, i) { 'ς' } else { 'σ' }, '\0', '\0'],
-            Some(ch) => lower_char(ch),
-        };
-        for lc in lowered.into_iter().take_while(|&lc| lc != '\0') {
-            if is_word_char(lc) {
-                if !in_word {
-                    if !out.is_empty() {
-                        out.push(b' ');
-                    }
-                    in_word = true;
-                }
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(lc.encode_utf8(&mut buf).as_bytes());
-            } else {
-                in_word = false;
-            }
-        }
-        i += len;
+        i += push_char(b, i, out, &mut in_word);
     }
 }
 
