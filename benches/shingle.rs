@@ -24,7 +24,11 @@ fn bench(c: &mut Criterion) {
         ),
         ("chars64-all", ShingleKind::Chars(64), Sample::All),
     ] {
-        let opts = FingerprintOptions { shingle, sample };
+        let opts = FingerprintOptions {
+            shingle,
+            sample,
+            ..Default::default()
+        };
         g.bench_function(name, |b| {
             b.iter(|| {
                 texts

@@ -94,6 +94,8 @@ class Index:
         simhash_weight: str | None = None,
         max_df: int | None = None,
         imatch_lexicon: StrPath | None = None,
+        site: str | None = None,
+        extract: str | None = None,
         exist_ok: bool = False,
     ) -> Index:
         """A new index (defaults: shingle_words=5, sample="all", cluster_threshold=0.8,
@@ -206,7 +208,9 @@ class Index:
         self, html: Text, *, format: str | None = None, encoding: str = "utf-8"
     ) -> dict[str, Any]: ...
 
-def canonicalize(html: Text, *, format: str | None = None, encoding: str = "utf-8") -> str: ...
+def canonicalize(
+    html: Text, *, format: str | None = None, encoding: str = "utf-8", extract: str = "body"
+) -> str: ...
 def fingerprint(
     html: Text,
     *,
@@ -216,4 +220,5 @@ def fingerprint(
     size_groups: str | None = None,
     format: str | None = None,
     encoding: str = "utf-8",
+    extract: str | None = None,
 ) -> dict[str, Any]: ...

@@ -278,13 +278,15 @@ impl PyIndex {
     /// creation flags, by keyword) and opens it for writing. Options left at None take the
     /// defaults: shingle_words=5, sample="all", cluster_threshold=0.8, methods="simhash", no
     /// max_df, site="path:1" (the site of documents without a URL: the first N directories of
-    /// the key, `path:N`). Raises IndexExistsError if there is an index at `path` already, unless
+    /// the key, `path:N`), extract="body" ("main": compare the page's main content, without
+    /// nav, aside, header/footer outside articles and link-dense blocks). Raises IndexExistsError if there is an index at `path` already, unless
     /// `exist_ok=True` (then the given options must agree with the stored ones: OptionError).
     #[staticmethod]
     #[pyo3(signature = (path, *, shingle_words=None, shingle_chars=None, sample=None,
         size_groups=None, cluster_threshold=None, methods=None, simhash_k=None,
         simhash_blocks=None, minhash=None, supershingle=None, b_agree=None, imatch_filter=None,
-        simhash_weight=None, max_df=None, imatch_lexicon=None, site=None, exist_ok=false))]
+        simhash_weight=None, max_df=None, imatch_lexicon=None, site=None, extract=None,
+        exist_ok=false))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -305,6 +307,7 @@ impl PyIndex {
         max_df: Option<u32>,
         imatch_lexicon: Option<PathBuf>,
         site: Option<String>,
+        extract: Option<String>,
         exist_ok: bool,
     ) -> PyResult<PyIndex> {
         let cluster_threshold = match cluster_threshold.filter(|o| !o.is_none()) {
@@ -342,6 +345,7 @@ impl PyIndex {
             simhash_weight,
             max_df,
             site,
+            extract,
             ..CreateSpec::default()
         };
         let create = spec.resolve().map_err(|e| option_err(py, e.to_string()))?;

@@ -22,7 +22,7 @@
 
 use std::path::PathBuf;
 
-use ndd_index::canonicalize::{canonicalize, DocFormat};
+use ndd_index::canonicalize::{canonicalize_with, DocFormat};
 use ndd_index::fingerprint::{fingerprint, FingerprintOptions, Sample};
 use ndd_index::input::{read_source, InputItem, InputOptions, RawDoc, Source};
 use ndd_index::lifecycle::stage;
@@ -225,7 +225,8 @@ impl SparkFile {
                     let key = self.keyed(raw.key);
                     let fp = &plan.fp;
                     let done = py.detach(|| {
-                        canonicalize(&raw.bytes, raw.format, raw.charset.as_deref())
+                        let charset = raw.charset.as_deref();
+                        canonicalize_with(&raw.bytes, raw.format, charset, fp.extract)
                             .map(|c| fingerprint(&c.text, fp).features)
                     });
                     match done {

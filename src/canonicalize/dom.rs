@@ -11,6 +11,7 @@
 //! Nothing here recurses, so 100,000 nested elements cost no native stack.
 
 use super::tags::Tag;
+use super::tree::is_ws;
 
 /// Index of a node in the arena.
 pub(super) type NodeId = u32;
@@ -203,29 +204,116 @@ impl Dom {
     /// text node, skipping `script`, `style` and `template` elements (of any namespace) with
     /// their content. Iterative: no recursion however deep the tree.
     pub(super) fn body_text(&self, root: NodeId, out: &mut Vec<u8>) {
+        self.walk(root, |_, node| match node.kind {
+            Kind::Text { first, .. } => {
+                out.push(b' ');
+                self.push_text(first, out);
+                false
+            }
+            Kind::Element { tag } => !tag.drops_content(),
+            Kind::Comment => false,
+        });
+    }
+
+    /// The text of `root`'s subtree as `body_text` gives it, without boilerplate blocks
+    /// (format-spec/canonical-text.md, "Main-content extraction"):
+    /// - if the subtree holds a `main` element, only the first one's subtree is used;
+    /// - `nav` and `aside` elements are left out, and `header` and `footer` elements unless
+    ///   they are inside an `article` or `main` (there they hold the article's own title and
+    ///   byline);
+    /// - an element with at least [`DENSE_MIN_LINKS`] `a` descendants whose text outside links
+    ///   is at most half its text inside links and less than [`DENSE_MAX_OTHER`] bytes (a menu,
+    ///   a table of contents, a list of related pages) is left out.
+    ///
+    /// Text is measured in non-whitespace bytes of the text nodes. Iterative, like `body_text`.
+    pub(super) fn main_text(&self, root: NodeId, out: &mut Vec<u8>) {
+        let n = self.nodes.len();
+        // Pre-order of the elements and text nodes under root (dropped-content subtrees and
+        // comments contribute nothing and are not entered).
+        let mut order: Vec<NodeId> = Vec::new();
+        self.walk(root, |id, node| {
+            order.push(id);
+            match node.kind {
+                Kind::Element { tag } => !tag.drops_content(),
+                _ => false,
+            }
+        });
+        // Bottom-up sums: text bytes, text bytes inside links, links.
+        let mut text = vec![0u32; n];
+        let mut linked = vec![0u32; n];
+        let mut links = vec![0u32; n];
+        for &id in order.iter().rev() {
+            let node = &self.nodes[id as usize];
+            match node.kind {
+                Kind::Text { first, .. } => text[id as usize] = self.text_bytes(first),
+                Kind::Element { tag: Tag::A } => {
+                    linked[id as usize] = text[id as usize];
+                    links[id as usize] += 1;
+                }
+                _ => {}
+            }
+            if node.parent != NIL && id != root {
+                let (p, i) = (node.parent as usize, id as usize);
+                text[p] = text[p].saturating_add(text[i]);
+                linked[p] = linked[p].saturating_add(linked[i]);
+                links[p] = links[p].saturating_add(links[i]);
+            }
+        }
+        let start = order
+            .iter()
+            .copied()
+            .find(|&id| {
+                matches!(
+                    self.nodes[id as usize].kind,
+                    Kind::Element { tag: Tag::Main }
+                )
+            })
+            .unwrap_or(root);
+        // Top-down: in_article[e] = e is inside an article or main (below start).
+        let mut in_article = vec![false; n];
+        let mut keep = |id: NodeId, node: &Node| -> bool {
+            let i = id as usize;
+            let inside = node.parent != NIL && in_article[node.parent as usize];
+            let Kind::Element { tag } = node.kind else {
+                return true;
+            };
+            in_article[i] = inside || matches!(tag, Tag::Article | Tag::Main);
+            if id == start {
+                return true;
+            }
+            let boilerplate = match tag {
+                Tag::Nav | Tag::Aside => true,
+                Tag::Header | Tag::Footer => !inside,
+                _ => false,
+            };
+            let other = text[i] - linked[i].min(text[i]);
+            let dense = links[i] >= DENSE_MIN_LINKS
+                && other.saturating_mul(2) <= linked[i]
+                && other < DENSE_MAX_OTHER;
+            !(boilerplate || dense || tag.drops_content())
+        };
+        self.walk(start, |id, node| {
+            if !keep(id, node) {
+                return false;
+            }
+            if let Kind::Text { first, .. } = node.kind {
+                out.push(b' ');
+                self.push_text(first, out);
+            }
+            true
+        });
+    }
+
+    /// Visits `root`'s descendants in document order; `visit` returns whether to enter the
+    /// node's children. Iterative.
+    fn walk(&self, root: NodeId, mut visit: impl FnMut(NodeId, &Node) -> bool) {
         let mut n = self.nodes[root as usize].first;
         while n != NIL {
             let node = &self.nodes[n as usize];
-            let mut descend = false;
-            match node.kind {
-                Kind::Text { first, .. } => {
-                    out.push(b' ');
-                    let mut c = first;
-                    while c != u32::MAX {
-                        let ch = &self.chunks[c as usize];
-                        out.extend_from_slice(&self.data[ch.start..ch.end]);
-                        c = ch.next;
-                    }
-                }
-                Kind::Element { tag, .. } => descend = !tag.drops_content(),
-                Kind::Comment => {}
-            }
-            if descend && node.first != NIL {
+            if visit(n, node) && node.first != NIL {
                 n = node.first;
                 continue;
             }
-            // Next in document order: the next sibling of the nearest ancestor-or-self that has
-            // one, without leaving `root`.
             let mut m = n;
             loop {
                 if m == root {
@@ -243,4 +331,36 @@ impl Dom {
             }
         }
     }
+
+    /// Appends a text node's data (its chunk chain starting at `first`).
+    fn push_text(&self, first: u32, out: &mut Vec<u8>) {
+        let mut c = first;
+        while c != u32::MAX {
+            let ch = &self.chunks[c as usize];
+            out.extend_from_slice(&self.data[ch.start..ch.end]);
+            c = ch.next;
+        }
+    }
+
+    /// Non-whitespace bytes of a text node.
+    fn text_bytes(&self, first: u32) -> u32 {
+        let mut total = 0u32;
+        let mut c = first;
+        while c != u32::MAX {
+            let ch = &self.chunks[c as usize];
+            let k = self.data[ch.start..ch.end]
+                .iter()
+                .filter(|&&b| !is_ws(b))
+                .count();
+            total = total.saturating_add(k as u32);
+            c = ch.next;
+        }
+        total
+    }
 }
+
+/// `main_text`: the fewest links that make a block a candidate for "link-dense".
+pub(super) const DENSE_MIN_LINKS: u32 = 2;
+/// `main_text`: a link-dense block has less text than this (non-whitespace bytes) outside its
+/// links, so a long paragraph that cites many pages stays.
+pub(super) const DENSE_MAX_OTHER: u32 = 200;

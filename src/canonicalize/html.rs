@@ -13,9 +13,9 @@ use super::quirks::doctype_is_quirks;
 use super::tags::{name_hash, Ns, Tag};
 use super::tree::{AttrHint, TagTok, Tok, Tree};
 
-/// Parses `html` and appends its body text to `out`: each text node preceded by one space,
-/// `script`/`style`/`template` content left out. `tree` is a fresh (or recycled) tree builder.
-pub(super) fn body_text(html: &[u8], tree: &mut Tree, out: &mut Vec<u8>) {
+/// Parses `html` into `tree`, a fresh (or recycled) tree builder; `Tree::body_text` and
+/// `Tree::main_text` then give its text.
+pub(super) fn parse(html: &[u8], tree: &mut Tree) {
     let glue = Glue {
         tree: Some(&mut *tree),
         ..Glue::default()
@@ -25,7 +25,6 @@ pub(super) fn body_text(html: &[u8], tree: &mut Tree, out: &mut Vec<u8>) {
         Ok(()) => {}
         Err(never) => match never {},
     }
-    tree.body_text(out);
 }
 
 /// html5gum's in-memory reader, with a cheaper `read_until`. The tokenizer asks for the next of

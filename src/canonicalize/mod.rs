@@ -57,6 +57,61 @@ impl Canonical {
     }
 }
 
+/// Which text of an HTML document is canonical (format-spec/canonical-text.md, step 5 and
+/// "Main-content extraction"). A creation option of an index (`--extract`), since it changes
+/// every fingerprint. Plain text is the same in both modes.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "String", into = "String")]
+pub enum Extract {
+    /// All the body's text (the shared corpus's truth; the default).
+    #[default]
+    Body,
+    /// The body's text without navigation, header, footer, aside and link-dense blocks; the
+    /// whole body when nothing else is left.
+    Main,
+}
+
+impl Extract {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Extract::Body => "body",
+            Extract::Main => "main",
+        }
+    }
+}
+
+impl fmt::Display for Extract {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl TryFrom<String> for Extract {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<Extract> for String {
+    fn from(e: Extract) -> String {
+        e.as_str().to_owned()
+    }
+}
+
+impl std::str::FromStr for Extract {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "body" => Ok(Extract::Body),
+            "main" => Ok(Extract::Main),
+            _ => Err(format!("unknown extraction {s:?} (expected body or main)")),
+        }
+    }
+}
+
 /// Why a document was rejected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Rejection {
@@ -102,12 +157,23 @@ thread_local! {
     static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
 }
 
-/// Canonicalizes one document. `charset_hint` is the transport's declared charset (HTTP
-/// `Content-Type`), which wins over an in-document `<meta charset>`.
+/// Canonicalizes one document (all its body text, `Extract::Body`). `charset_hint` is the
+/// transport's declared charset (HTTP `Content-Type`), which wins over an in-document
+/// `<meta charset>`.
 pub fn canonicalize(
     bytes: &[u8],
     format: DocFormat,
     charset_hint: Option<&str>,
+) -> Result<Canonical, Rejection> {
+    canonicalize_with(bytes, format, charset_hint, Extract::Body)
+}
+
+/// Canonicalizes one document with the given extraction (an index's `--extract`).
+pub fn canonicalize_with(
+    bytes: &[u8],
+    format: DocFormat,
+    charset_hint: Option<&str>,
+    extract: Extract,
 ) -> Result<Canonical, Rejection> {
     if bytes.len() as u64 > MAX_CANONICALIZE_BYTES {
         return Err(Rejection::TooLarge {
@@ -129,8 +195,19 @@ pub fn canonicalize(
                 None => tree::Tree::new(),
             };
             scratch.raw.clear();
-            html::body_text(&text, &mut tree, &mut scratch.raw);
-            words::append_words(&scratch.raw, &mut out);
+            html::parse(&text, &mut tree);
+            if extract == Extract::Main {
+                tree.main_text(&mut scratch.raw);
+                words::append_words(&scratch.raw, &mut out);
+                // Nothing but boilerplate: the page's words are its whole body.
+                if out.is_empty() {
+                    scratch.raw.clear();
+                }
+            }
+            if out.is_empty() {
+                tree.body_text(&mut scratch.raw);
+                words::append_words(&scratch.raw, &mut out);
+            }
             if tree.heap_bytes() + scratch.raw.capacity() <= MAX_SCRATCH_BYTES {
                 scratch.tree = Some(tree);
                 cell.set(Some(scratch));

@@ -279,7 +279,9 @@ fn word_fast_path_equals_reference_on_the_shared_corpus() {
             }
             let bytes = std::fs::read(&path).unwrap();
             let mut body = Vec::new();
-            html::body_text(&bytes, &mut tree::Tree::new(), &mut body);
+            let mut tree = tree::Tree::new();
+            html::parse(&bytes, &mut tree);
+            tree.body_text(&mut body);
             for input in [&bytes, &body] {
                 let (mut fast, mut slow) = (Vec::new(), Vec::new());
                 words::append_words(input, &mut fast);
@@ -294,4 +296,88 @@ fn word_fast_path_equals_reference_on_the_shared_corpus() {
         }
     }
     assert!(pages > 3000, "{pages} pages");
+}
+
+fn main_text(s: &str) -> String {
+    canonicalize_with(s.as_bytes(), DocFormat::Html, None, Extract::Main)
+        .unwrap()
+        .text
+}
+
+#[test]
+fn main_extraction_drops_nav_aside_and_page_header_footer() {
+    let page = "<header><h1><a href=/>Site</a></h1><p>tagline words</p></header>\
+                <nav><ul><li><a href=/a>alpha</a><li><a href=/b>beta</a></ul></nav>\
+                <p>the article text itself</p><aside>related stuff</aside>\
+                <footer><p>copyright notice</p></footer>";
+    assert_eq!(main_text(page), "the article text itself");
+    // The body mode keeps everything, in order.
+    assert_eq!(
+        html(page),
+        "site tagline words alpha beta the article text itself related stuff copyright notice"
+    );
+}
+
+#[test]
+fn main_extraction_keeps_header_and_footer_of_an_article() {
+    let page = "<header>site banner</header><article><header><h1>The title</h1></header>\
+                <p>body words</p><footer>by the author</footer></article>\
+                <footer>page footer</footer>";
+    assert_eq!(main_text(page), "the title body words by the author");
+}
+
+#[test]
+fn main_extraction_uses_the_main_element_only() {
+    let page = "<div>before main</div><main><h1>heading</h1><nav>in-page nav</nav>\
+                <p>content</p></main><div>after main</div><main>second main</main>";
+    assert_eq!(main_text(page), "heading content");
+}
+
+#[test]
+fn main_extraction_drops_link_dense_blocks_but_not_cited_prose() {
+    // A sidebar menu inside a plain div: many links, little other text.
+    let menu: String = (0..6)
+        .map(|i| format!("<li><a href=/{i}>page {i}</a></li>"))
+        .collect();
+    let prose = "<p>Long explanatory paragraph that cites <a href=/x>one page</a> and \
+                 <a href=/y>another page</a> among many other words of running text here.</p>";
+    let page = format!("<div class=sidebar><ul>{menu}</ul></div><div>{prose}</div>");
+    let got = main_text(&page);
+    assert!(!got.contains("page 0"), "{got}");
+    assert!(
+        got.starts_with("long explanatory paragraph that cites one page"),
+        "{got}"
+    );
+    // One link is never "link-dense" however short the block.
+    assert_eq!(
+        main_text("<p><a href=/>only link</a></p><p>x</p>"),
+        "only link x"
+    );
+    // Separators between menu links do not save the menu.
+    let bar =
+        "<div><a href=/1>home</a> | <a href=/2>docs</a> | <a href=/3>blog</a></div><p>text</p>";
+    assert_eq!(main_text(bar), "text");
+}
+
+#[test]
+fn main_extraction_falls_back_to_the_body_when_nothing_is_left() {
+    let page = "<nav><a href=/a>alpha</a> <a href=/b>beta</a></nav>";
+    assert_eq!(main_text(page), "alpha beta");
+    // Plain text is the same in both modes.
+    let t = canonicalize_with(b"Nav Words", DocFormat::Text, None, Extract::Main).unwrap();
+    assert_eq!(t.text, "nav words");
+}
+
+#[test]
+fn main_extraction_skips_script_and_keeps_word_boundaries() {
+    let page = "<div><script>var a='x'</script>wo<b>rd</b> one</div><nav>n</nav>";
+    assert_eq!(main_text(page), html("<div>wo<b>rd</b> one</div>"));
+}
+
+#[test]
+fn extract_names_round_trip() {
+    for e in [Extract::Body, Extract::Main] {
+        assert_eq!(e.to_string().parse::<Extract>(), Ok(e));
+    }
+    assert!("article".parse::<Extract>().is_err());
 }

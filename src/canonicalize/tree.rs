@@ -394,6 +394,14 @@ impl Tree {
         }
     }
 
+    /// The main-content text (`Extract::Main`): the body's text without boilerplate blocks
+    /// (`Dom::main_text`).
+    pub(super) fn main_text(&self, out: &mut Vec<u8>) {
+        if self.body != NIL {
+            self.dom.main_text(self.body, out);
+        }
+    }
+
     pub(super) fn set_open(&mut self, node: NodeId, open: bool) {
         let i = node as usize;
         if self.open.len() <= i {

@@ -51,6 +51,11 @@ pub struct IngestArgs {
     /// crawl). Documents with a URL (WARC, ARC, TREC, a JSONL url field, URL keys) have its host.
     #[arg(long, value_name = "RULE")]
     site: Option<String>,
+    /// Creation option: which text of an HTML page is compared: body (all of the body's text,
+    /// the default) or main (without nav, aside, header/footer outside articles and
+    /// link-dense blocks such as menus; format-spec/canonical-text.md).
+    #[arg(long, value_name = "body|main")]
+    extract: Option<String>,
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
@@ -148,6 +153,7 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
         imatch_lexicons: m.imatch_lexicons,
         max_df: a.max_df,
         site: a.site,
+        extract: a.extract,
     }
     .resolve()?;
     let mut index = Index::open_writer(&a.ix.index, &create)?;

@@ -24,6 +24,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::canonicalize::Extract;
 use crate::error::{Error, Result};
 
 pub use sample::{Counts, Overlap};
@@ -212,6 +213,10 @@ serde_via_string!(Sample);
 pub struct FingerprintOptions {
     pub shingle: ShingleKind,
     pub sample: Sample,
+    /// Which text of an HTML document the features come from (`--extract`); absent in
+    /// records written before it existed: the body.
+    #[serde(default)]
+    pub extract: Extract,
 }
 
 impl Default for FingerprintOptions {
@@ -220,6 +225,7 @@ impl Default for FingerprintOptions {
         FingerprintOptions {
             shingle: ShingleKind::Words(5),
             sample: Sample::All,
+            extract: Extract::Body,
         }
     }
 }

@@ -6,6 +6,7 @@ fn opts(s: &str, m: &str) -> FingerprintOptions {
     FingerprintOptions {
         shingle: s.parse().unwrap(),
         sample: m.parse().unwrap(),
+        ..Default::default()
     }
 }
 
@@ -150,6 +151,7 @@ fn out_of_range_parameters_do_not_panic() {
         let o = FingerprintOptions {
             shingle: s,
             sample: m,
+            ..Default::default()
         };
         assert!(o.validate().is_err());
         assert!(fingerprint("a b c", &o).features.is_empty());

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::batch::publish;
 use crate::batch::report::{DocReport, DocStatus};
-use crate::canonicalize::canonicalize;
+use crate::canonicalize::canonicalize_with;
 use crate::cluster;
 use crate::error::{Error, Result};
 use crate::fingerprint::fingerprint;
@@ -139,7 +139,8 @@ impl Index {
                     continue;
                 }
                 InputItem::Doc(raw) => {
-                    match canonicalize(&raw.bytes, raw.format, raw.charset.as_deref()) {
+                    let charset = raw.charset.as_deref();
+                    match canonicalize_with(&raw.bytes, raw.format, charset, fp_opts.extract) {
                         Ok(c) => (raw, c),
                         Err(why) => {
                             let r = why.to_string();

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::canonicalize::canonicalize;
+use crate::canonicalize::canonicalize_with;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fingerprint::{fingerprint, FingerprintOptions};
 use crate::input::RawDoc;
@@ -209,6 +209,7 @@ pub fn create_options(o: &IndexOptions) -> Result<CreateOptions> {
         methods: Some(o.methods.clone()),
         max_df: o.max_df,
         site: Some(o.site_rule()?),
+        extract: Some(o.extract()?),
     })
 }
 
@@ -292,13 +293,16 @@ impl PartWriter {
                 ),
             });
         }
-        let canon =
-            canonicalize(&raw.bytes, raw.format, raw.charset.as_deref()).map_err(|why| {
-                Error::Document {
-                    key: raw.key.clone(),
-                    reason: format!("{why} ({})", raw.origin),
-                }
-            })?;
+        let canon = canonicalize_with(
+            &raw.bytes,
+            raw.format,
+            raw.charset.as_deref(),
+            self.fp.extract,
+        )
+        .map_err(|why| Error::Document {
+            key: raw.key.clone(),
+            reason: format!("{why} ({})", raw.origin),
+        })?;
         let fp = fingerprint(&canon.text, &self.fp);
         let extras = method_extras(&canon.text, &fp, &self.fp, &self.methods_opts);
         let mut fwd = Vec::with_capacity(fp.features.len() * 8);

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::canonicalize::{canonicalize, DocFormat};
+use crate::canonicalize::{canonicalize_with, DocFormat};
 use crate::error::{Error, Result};
 use crate::fingerprint::fingerprint;
 use crate::index::Index;
@@ -43,11 +43,12 @@ impl Index {
         threshold: Option<Threshold>,
         top: usize,
     ) -> Result<MethodAnswer> {
-        let canon = canonicalize(bytes, format, None).map_err(|why| Error::Document {
-            key: name.to_owned(),
-            reason: why.to_string(),
-        })?;
         let fo = self.options().fingerprint()?;
+        let canon =
+            canonicalize_with(bytes, format, None, fo.extract).map_err(|why| Error::Document {
+                key: name.to_owned(),
+                reason: why.to_string(),
+            })?;
         let mo = &self.options().methods;
         let fp = fingerprint(&canon.text, &fo);
         let x = writer::extras(&canon.text, &fp, &fo, mo);

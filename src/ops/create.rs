@@ -1,6 +1,7 @@
 //! `CreateSpec`: an index's creation options as loose values (strings and numbers, as the CLI,
 //! Python keywords or a JSON request give them), checked and resolved in one place.
 
+use crate::canonicalize::Extract;
 use crate::error::{Error, Result};
 use crate::fingerprint::adaptive::{with_groups, SizeGroups};
 use crate::fingerprint::{FingerprintOptions, Sample, ShingleKind};
@@ -63,6 +64,8 @@ pub struct CreateSpec {
     pub max_df: Option<u32>,
     /// Site rule for keys that are paths: `path:N` (default `path:1`).
     pub site: Option<String>,
+    /// Which text of an HTML document is canonical: `body` (default) or `main`.
+    pub extract: Option<String>,
 }
 
 impl CreateSpec {
@@ -132,7 +135,18 @@ impl CreateSpec {
             .resolve()?,
             max_df: self.max_df,
             site: self.site.as_deref().map(str::parse).transpose()?,
+            extract: self.extract()?,
         })
+    }
+
+    fn extract(&self) -> Result<Option<Extract>> {
+        self.extract
+            .as_deref()
+            .map(|s| {
+                s.parse()
+                    .map_err(|e: String| Error::InvalidArgument(format!("extract: {e}")))
+            })
+            .transpose()
     }
 
     /// The fingerprint options these values give, the library's defaults for the rest: for
@@ -143,6 +157,7 @@ impl CreateSpec {
         Ok(FingerprintOptions {
             shingle: c.shingle.unwrap_or(d.shingle),
             sample: c.sample.unwrap_or(d.sample),
+            extract: c.extract.unwrap_or(d.extract),
         })
     }
 }

@@ -6,6 +6,7 @@ pub mod methods;
 
 use serde::{Deserialize, Serialize};
 
+use crate::canonicalize::Extract;
 use crate::error::{Error, Result};
 use crate::fingerprint::{FingerprintOptions, Sample, ShingleKind};
 use crate::input::site::SiteRule;
@@ -44,6 +45,11 @@ pub struct IndexOptions {
     /// as `path:1`, the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub site: Option<String>,
+    /// Which text of an HTML document is canonical (`--extract body|main`,
+    /// format-spec/canonical-text.md). Written for every new index; records written before
+    /// it existed read as `body`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<String>,
 }
 
 impl Default for IndexOptions {
@@ -56,6 +62,7 @@ impl Default for IndexOptions {
             methods: MethodOptions::default(),
             max_df: None,
             site: None,
+            extract: None,
         }
     }
 }
@@ -71,6 +78,8 @@ pub struct CreateOptions {
     pub max_df: Option<u32>,
     /// Site rule; `None`: [`crate::input::site::DEFAULT_SITE_RULE`].
     pub site: Option<SiteRule>,
+    /// Extraction; `None`: `body`.
+    pub extract: Option<Extract>,
 }
 
 impl IndexOptions {
@@ -92,6 +101,7 @@ impl IndexOptions {
             .unwrap_or_else(MethodOptions::new_index_default);
         o.max_df = c.max_df;
         o.site = Some(c.site.unwrap_or_default().to_string());
+        o.extract = Some(c.extract.unwrap_or_default().to_string());
         o
     }
 
@@ -147,7 +157,24 @@ impl IndexOptions {
                 ));
             }
         }
+        if let Some(e) = c.extract {
+            if e != self.extract()? {
+                return Err(conflict(
+                    "--extract",
+                    self.extract()?.to_string(),
+                    e.to_string(),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The extraction (`body` when the record has none).
+    pub fn extract(&self) -> Result<Extract> {
+        match &self.extract {
+            None => Ok(Extract::Body),
+            Some(s) => s.parse().map_err(|e| corrupt("extract", e)),
+        }
     }
 
     /// The site rule (`path:1` when the record has none).
@@ -177,6 +204,7 @@ impl IndexOptions {
         Ok(FingerprintOptions {
             shingle: self.shingle()?,
             sample: self.sample()?,
+            extract: self.extract()?,
         })
     }
 }

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::batch::publish;
-use crate::canonicalize::canonicalize;
+use crate::canonicalize::canonicalize_with;
 use crate::cluster;
 use crate::error::{Error, Result};
 use crate::fingerprint::{fingerprint, Fingerprint, FingerprintOptions};
@@ -143,7 +143,12 @@ fn prepare(item: InputItem, fp_opts: &FingerprintOptions, m_opts: &MethodOptions
             origin,
             reason,
         },
-        InputItem::Doc(raw) => match canonicalize(&raw.bytes, raw.format, raw.charset.as_deref()) {
+        InputItem::Doc(raw) => match canonicalize_with(
+            &raw.bytes,
+            raw.format,
+            raw.charset.as_deref(),
+            fp_opts.extract,
+        ) {
             Ok(canon) => {
                 let fp = fingerprint(&canon.text, fp_opts);
                 Prepared::Doc {

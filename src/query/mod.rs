@@ -6,7 +6,7 @@ pub use matcher::{Match, Matcher, Scratch};
 
 use serde::Serialize;
 
-use crate::canonicalize::{canonicalize, DocFormat};
+use crate::canonicalize::{canonicalize_with, DocFormat};
 use crate::error::Result;
 use crate::fingerprint::fingerprint;
 use crate::index::Index;
@@ -65,12 +65,13 @@ impl Index {
                 "query needs a threshold above 0".into(),
             ));
         }
-        let canon =
-            canonicalize(bytes, format, charset).map_err(|why| crate::error::Error::Document {
+        let fp_opts = self.options().fingerprint()?;
+        let canon = canonicalize_with(bytes, format, charset, fp_opts.extract).map_err(|why| {
+            crate::error::Error::Document {
                 key: name.to_owned(),
                 reason: why.to_string(),
-            })?;
-        let fp_opts = self.options().fingerprint()?;
+            }
+        })?;
         let fp = fingerprint(&canon.text, &fp_opts);
         let view = self.view();
         let max_df = match opts.max_df {
