@@ -105,6 +105,32 @@ def test_pairs_with_sites(tmp_path):
         ndd.Index.create(tmp_path / "j", site="path:0")
 
 
+def test_extract_main(tmp_path):
+    # The same body words behind two different menus: one document by its main content.
+    def framed(words, menu):
+        links = "".join(f'<li><a href="/{m}">{m} page</a></li>' for m in menu)
+        return f"<html><body><nav><ul>{links}</ul></nav><p>{' '.join(words)}</p></body></html>"
+
+    x = framed(BASE, [f"m{i}" for i in range(60)])
+    y = framed(BASE, [f"n{i}" for i in range(60)])
+    assert ndd.canonicalize(x, extract="main") == " ".join(BASE)
+    assert ndd.canonicalize(x).startswith("m0 page m1 page")  # extract="body", the default
+    with pytest.raises(ndd.OptionError):
+        ndd.canonicalize(x, extract="article")
+    assert ndd.fingerprint(x, extract="main")["features"] == ndd.fingerprint(y, extract="main")[
+        "features"
+    ]
+    with ndd.Index.create(tmp_path / "main", extract="main") as ix:
+        ix.ingest([("x", x), ("y", y)])
+        assert [(a, b) for a, b, _ in ix.pairs(0.8)] == [("x", "y")]
+        assert [h.key for h in ix.query(framed(BASE, ["other"]))] == ["x", "y"]
+        assert ix.stats()["options"]["extract"] == "main"
+    with ndd.Index.create(tmp_path / "body") as ix:
+        ix.ingest([("x", x), ("y", y)])
+        assert [p for p in ix.pairs(0.8)] == []
+        assert ix.stats()["options"]["extract"] == "body"
+
+
 def test_query(idx):
     hits = idx.query(A)
     assert [h.key for h in hits] == ["a", "b"]

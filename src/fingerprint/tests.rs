@@ -52,11 +52,24 @@ fn option_strings_round_trip() {
 fn options_serialize_as_strings() {
     let o = opts("chars:64", "minhash:84");
     let json = serde_json::to_string(&o).unwrap();
-    assert_eq!(json, r#"{"shingle":"chars:64","sample":"minhash:84"}"#);
+    assert_eq!(
+        json,
+        r#"{"shingle":"chars:64","sample":"minhash:84","extract":"body"}"#
+    );
     assert_eq!(
         serde_json::from_str::<FingerprintOptions>(&json).unwrap(),
         o
     );
+    // Written before `extract` existed: the body.
+    let old = r#"{"shingle":"chars:64","sample":"minhash:84"}"#;
+    assert_eq!(serde_json::from_str::<FingerprintOptions>(old).unwrap(), o);
+    let main = r#"{"shingle":"chars:64","sample":"minhash:84","extract":"main"}"#;
+    let m = serde_json::from_str::<FingerprintOptions>(main).unwrap();
+    assert_eq!(m.extract, crate::canonicalize::Extract::Main);
+    assert!(serde_json::from_str::<FingerprintOptions>(
+        r#"{"shingle":"chars:64","sample":"all","extract":"article"}"#
+    )
+    .is_err());
     // Invalid stored values are rejected when loaded, not used.
     assert!(
         serde_json::from_str::<FingerprintOptions>(r#"{"shingle":"words:0","sample":"all"}"#)
