@@ -142,13 +142,14 @@ def _tasks(files: list[tuple[str, str | None]], parallelism: int) -> list[list[t
     return tasks
 
 
-def _plan_args(threshold, shingle_words, shingle_chars, sample, size_groups) -> dict:
+def _plan_args(threshold, shingle_words, shingle_chars, sample, size_groups, extract=None) -> dict:
     return {
         "threshold": threshold if isinstance(threshold, str) else repr(float(threshold)),
         "shingle_words": shingle_words,
         "shingle_chars": shingle_chars,
         "sample": sample,
         "size_groups": size_groups,
+        "extract": extract,
     }
 
 
@@ -410,6 +411,7 @@ def dedup(
     shingle_chars: int | None = None,
     sample: str | None = None,
     size_groups: str | None = None,
+    extract: str | None = None,
     jsonl_id: str = "id",
     jsonl_text: str = "text",
     jsonl_html: str = "html",
@@ -433,7 +435,8 @@ def dedup(
     (default: one per 250,000 documents, at most spark.sql.shuffle.partitions), creation options of the index beyond the
     fingerprint ones in ``index_options`` (the keywords of ``Index.create``:
     cluster_threshold, methods, simhash_k, simhash_blocks, minhash, supershingle, b_agree,
-    max_df), ``index_mem`` bytes of sort memory per part."""
+    max_df), ``index_mem`` bytes of sort memory per part. ``extract``: "main" compares each
+    HTML page's main content, as an index created with ``--extract main``."""
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -443,7 +446,7 @@ def dedup(
 
     if group_cap < 2:
         raise ValueError("group_cap must be at least 2")
-    plan_args = _plan_args(threshold, shingle_words, shingle_chars, sample, size_groups)
+    plan_args = _plan_args(threshold, shingle_words, shingle_chars, sample, size_groups, extract)
     SparkPlan(**plan_args)  # bad options fail here, on the driver, with the CLI's message
     staging = None
     if index is not None:
@@ -459,7 +462,10 @@ def dedup(
             extra["cluster_threshold"] = str(extra["cluster_threshold"])
         if isinstance(extra.get("methods"), (list, tuple)):
             extra["methods"] = ",".join(extra["methods"])
-        fp = {k: plan_args[k] for k in ("shingle_words", "shingle_chars", "sample", "size_groups")}
+        fp = {
+            k: plan_args[k]
+            for k in ("shingle_words", "shingle_chars", "sample", "size_groups", "extract")
+        }
         staged_options = stage_options(**fp, **extra)
     read_args = {"chunk": chunk, "jsonl_id": jsonl_id, "jsonl_text": jsonl_text, "jsonl_html": jsonl_html}
     stats: dict = {"threshold": plan_args["threshold"], "group_cap": group_cap}
@@ -662,6 +668,8 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--shingle-chars", type=int)
     d.add_argument("--sample")
     d.add_argument("--size-groups")
+    d.add_argument("--extract", choices=("body", "main"),
+                   help="which text of an HTML page is compared (as ingest's --extract; default body)")
     d.add_argument("--max-df", type=int, help=argparse.SUPPRESS)
     d.add_argument("--jsonl-id", default="id")
     d.add_argument("--jsonl-text", default="text")
@@ -717,7 +725,8 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             stage_options(shingle_words=args.shingle_words, shingle_chars=args.shingle_chars,
-                          sample=args.sample, size_groups=args.size_groups, **index_options)
+                          sample=args.sample, size_groups=args.size_groups, extract=args.extract,
+                          **index_options)
         except Exception as e:
             print(f"ndd_index.spark: {e}", file=sys.stderr)
             return 2
@@ -729,7 +738,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         SparkPlan(**_plan_args(args.threshold, args.shingle_words, args.shingle_chars,
-                               args.sample, args.size_groups))
+                               args.sample, args.size_groups, args.extract))
     except Exception as e:  # the library's option error, before Spark starts
         print(f"ndd_index.spark: {e}", file=sys.stderr)
         return 2
@@ -752,6 +761,7 @@ def main(argv: list[str] | None = None) -> int:
             shingle_chars=args.shingle_chars,
             sample=args.sample,
             size_groups=args.size_groups,
+            extract=args.extract,
             jsonl_id=args.jsonl_id,
             jsonl_text=args.jsonl_text,
             jsonl_html=args.jsonl_html,

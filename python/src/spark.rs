@@ -77,7 +77,7 @@ fn from_bytes(py: Python<'_>, b: &[u8]) -> PyResult<Vec<u64>> {
 impl SparkPlan {
     #[new]
     #[pyo3(signature = (threshold, *, shingle_words=None, shingle_chars=None, sample=None,
-        size_groups=None))]
+        size_groups=None, extract=None))]
     fn new(
         py: Python<'_>,
         threshold: &str,
@@ -85,6 +85,7 @@ impl SparkPlan {
         shingle_chars: Option<u32>,
         sample: Option<String>,
         size_groups: Option<String>,
+        extract: Option<String>,
     ) -> PyResult<Self> {
         let threshold: Threshold = threshold
             .parse()
@@ -97,6 +98,7 @@ impl SparkPlan {
             shingle_chars,
             sample,
             size_groups,
+            extract,
             ..CreateSpec::default()
         };
         let fp = spec
@@ -357,7 +359,7 @@ impl SparkRawFile {
 #[pyfunction]
 #[pyo3(signature = (*, shingle_words=None, shingle_chars=None, sample=None, size_groups=None,
     cluster_threshold=None, methods=None, simhash_k=None, simhash_blocks=None, minhash=None,
-    supershingle=None, b_agree=None, max_df=None))]
+    supershingle=None, b_agree=None, max_df=None, extract=None))]
 #[allow(clippy::too_many_arguments)]
 fn stage_options(
     py: Python<'_>,
@@ -373,6 +375,7 @@ fn stage_options(
     supershingle: Option<u32>,
     b_agree: Option<u32>,
     max_df: Option<u32>,
+    extract: Option<String>,
 ) -> PyResult<String> {
     let cluster_threshold = cluster_threshold
         .map(|t| {
@@ -393,6 +396,7 @@ fn stage_options(
         supershingle,
         b_agree,
         max_df,
+        extract,
         ..CreateSpec::default()
     };
     let o = spec

@@ -129,6 +129,13 @@ def test_extract_main(tmp_path):
         ix.ingest([("x", x), ("y", y)])
         assert [p for p in ix.pairs(0.8)] == []
         assert ix.stats()["options"]["extract"] == "body"
+    # The Spark job's plan and staging take it too (checked without starting Spark).
+    from ndd_index._native import SparkPlan, stage_options
+
+    SparkPlan("0.8", extract="main")
+    assert json.loads(stage_options(extract="main"))["extract"] == "main"
+    with pytest.raises(ndd.OptionError):
+        SparkPlan("0.8", extract="article")
 
 
 def test_query(idx):
