@@ -6,7 +6,7 @@ use super::{BarChart, Chart, Color, Figure, LineChart, DEFAULT_WIDTH};
 
 /// Left margin (y tick labels and axis label), right margin (legend), plot height.
 pub(super) const LEFT: f64 = 70.0;
-pub(super) const RIGHT: f64 = 190.0;
+pub(super) const RIGHT: f64 = 220.0;
 pub(super) const PLOT_H: f64 = 260.0;
 /// Space above a chart's plot area (its title).
 pub(super) const HEAD: f64 = 40.0;
@@ -117,14 +117,14 @@ fn legend_line(d: &mut Doc, w: f64, top: f64, i: usize, color: &str, dashed: boo
         r#" stroke-width="2""#
     };
     d.line(x, ly, x + 24.0, ly, color, dash);
-    d.text(x + 30.0, ly + 4.0, 11.0, Anchor::Start, 0.0, name);
+    d.text(x + 30.0, ly + 4.0, 11.0, Anchor::Start, 0.0, &short(name));
 }
 
 fn legend_box(d: &mut Doc, w: f64, top: f64, i: usize, color: &str, name: &str) {
     let ly = top + 10.0 + 18.0 * i as f64;
     let x = w - RIGHT + 12.0;
     d.rect(x, ly - 6.0, 14.0, 10.0, color, None);
-    d.text(x + 20.0, ly + 4.0, 11.0, Anchor::Start, 0.0, name);
+    d.text(x + 20.0, ly + 4.0, 11.0, Anchor::Start, 0.0, &short(name));
 }
 
 /// The scales of a line chart drawn at `top` in a figure `w` wide.

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub use scale::Scale;
 
 /// Width of a figure when none is given, in SVG pixels.
-pub const DEFAULT_WIDTH: f64 = 760.0;
+pub const DEFAULT_WIDTH: f64 = 800.0;
 
 /// A column of charts in one SVG document.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

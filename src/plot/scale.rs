@@ -50,10 +50,10 @@ impl Scale {
         }
         if axis.log {
             if fmin.is_none() {
-                lo = 10f64.powf(lo.log10().floor());
+                lo = log_round(lo, false);
             }
             if fmax.is_none() {
-                hi = 10f64.powf(hi.log10().ceil());
+                hi = log_round(hi, true);
             }
             if hi <= lo {
                 hi = lo * 10.0;
@@ -137,6 +137,29 @@ impl Scale {
             }
         }
         out
+    }
+}
+
+/// The nearest of 1, 2, 5 x 10^n below `v` (or above, with `up`): log ranges end on values
+/// that have tick labels.
+fn log_round(v: f64, up: bool) -> f64 {
+    let e = v.log10().floor();
+    let base = 10f64.powf(e);
+    let steps = [1.0, 2.0, 5.0, 10.0];
+    let eps = 1e-9;
+    if up {
+        let m = steps
+            .iter()
+            .find(|&&m| m * base >= v * (1.0 - eps))
+            .unwrap_or(&10.0);
+        m * base
+    } else {
+        let m = steps
+            .iter()
+            .rev()
+            .find(|&&m| m * base <= v * (1.0 + eps))
+            .unwrap_or(&1.0);
+        m * base
     }
 }
 

@@ -18,6 +18,7 @@ mod adopt;
 mod corpus_exact;
 mod crash_kill;
 mod crash_kill_ops;
+mod eval_plot;
 mod ingest_bad_input;
 mod lifecycle_add;
 mod lifecycle_concurrent;
