@@ -154,6 +154,16 @@ def simhash_k(ndd, sim, t3_planted, out):
              os.path.join(out, "simhash-k.svg"))
 
 
+def short_name(name):
+    """A legend-sized name of an I-Match protocol setting of eval_simhash_imatch.sh."""
+    for a, b in [("imatch ", ""), (" = their DOC-L-90 (as published)", " (DOC-L-90)"),
+                 ("(as published)", "(published)"), (" lexicons", " lex."),
+                 ("% dropped", "% out"), ("simhash words k=3 (old default)", "old simhash (words k=3)"),
+                 ("simhash shingles k=10 verified 0.8 (new default)", "default simhash")]:
+        name = name.replace(a, b)
+    return name
+
+
 def imatch_rates(ndd, sim, out):
     idx = os.path.join(sim, "index.tsv")
     if not os.path.exists(idx):
@@ -164,7 +174,7 @@ def imatch_rates(ndd, sim, out):
         if table != "5":
             continue
         r = load(os.path.join(sim, path))["rows"][0]
-        fams.setdefault(name, []).append((float(rate), r))
+        fams.setdefault(short_name(name), []).append((float(rate), r))
     found, prec = [], []
     for i, (name, pts) in enumerate(fams.items()):
         pts.sort(key=lambda x: x[0])

@@ -41,15 +41,37 @@ pub fn figure(rows: &[EvalRow], split: &[HenzingerSplit], title: &str) -> Figure
         t.dedup();
         t
     };
-    let name = |r: &EvalRow| {
-        if thresholds.len() > 1 {
-            format!("{} T={}", r.method, r.threshold)
-        } else {
-            r.method.to_string()
-        }
+    // A method's row at another threshold is drawn only when it differs (with label truth, or
+    // for a method whose pairs do not depend on T, the rows repeat).
+    let same = |a: &EvalRow, b: &EvalRow| {
+        a.method == b.method
+            && (a.found, a.true_positives, a.positives) == (b.found, b.true_positives, b.positives)
     };
-    let categories: Vec<String> = rows.iter().map(name).collect();
-    let col = |g: fn(&EvalRow) -> f64| rows.iter().map(g).collect::<Vec<f64>>();
+    let mut kept: Vec<&EvalRow> = Vec::new();
+    for r in rows {
+        if !kept.iter().any(|k| same(k, r)) {
+            kept.push(r);
+        }
+    }
+    let several = |m: &crate::method::Method| kept.iter().filter(|k| k.method == *m).count() > 1;
+    let names: Vec<String> = kept
+        .iter()
+        .map(|r| {
+            if several(&r.method) {
+                format!("{} T={}", r.method, r.threshold)
+            } else {
+                r.method.to_string()
+            }
+        })
+        .collect();
+    let name = |r: &EvalRow| {
+        kept.iter()
+            .position(|k| std::ptr::eq(*k, r))
+            .map_or_else(|| r.method.to_string(), |i| names[i].clone())
+    };
+    let rows: Vec<&EvalRow> = kept.clone();
+    let categories = names.clone();
+    let col = |g: fn(&EvalRow) -> f64| rows.iter().map(|r| g(r)).collect::<Vec<f64>>();
     f.push(Chart::Bar(BarChart {
         title: format!(
             "Precision, recall and F1 by method (T = {})",
@@ -68,7 +90,7 @@ pub fn figure(rows: &[EvalRow], split: &[HenzingerSplit], title: &str) -> Figure
 
     // 2. P and R against T, per method with several thresholds.
     let mut by_method: BTreeMap<String, Vec<&EvalRow>> = BTreeMap::new();
-    for r in rows {
+    for r in &rows {
         by_method.entry(r.method.to_string()).or_default().push(r);
     }
     let mut series = Vec::new();
@@ -113,7 +135,11 @@ pub fn figure(rows: &[EvalRow], split: &[HenzingerSplit], title: &str) -> Figure
     }));
 
     // 4. Label truth: Chowdhury et al.'s measures.
-    let labelled: Vec<&EvalRow> = rows.iter().filter(|r| r.found_ratio.is_some()).collect();
+    let labelled: Vec<&EvalRow> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.found_ratio.is_some())
+        .collect();
     if !labelled.is_empty() {
         let cats: Vec<String> = labelled.iter().map(|r| name(r)).collect();
         let opt = |g: fn(&EvalRow) -> Option<f64>| {
@@ -233,9 +259,20 @@ mod tests {
         assert_eq!(f.charts.len(), 2);
         // Two thresholds for shingle: a P/R line per method that has both.
         let mut rows2 = rows.clone();
-        rows2.push(row(Method::Shingle, 0.5, 1.0, 0.7));
+        let mut r5 = row(Method::Shingle, 0.5, 1.0, 0.7);
+        r5.positives = 14;
+        rows2.push(r5);
+        // A method whose row repeats at the other threshold is drawn once, without a T.
+        rows2.push(row(Method::Simhash, 0.5, 0.5, 0.9));
         let f = figure(&rows2, &[], "t");
         assert_eq!(f.charts.len(), 3);
+        let Chart::Bar(b) = &f.charts[0] else {
+            panic!("expected the scores")
+        };
+        assert_eq!(
+            b.categories,
+            vec!["shingle T=0.8", "simhash", "shingle T=0.5"]
+        );
         let Chart::Line(l) = &f.charts[1] else {
             panic!("expected the P/R line chart")
         };

@@ -13,6 +13,7 @@ pub(super) const HEAD: f64 = 40.0;
 const FOOT: f64 = 60.0;
 const FOOT_ROTATED: f64 = 110.0;
 const LABEL_CHARS: usize = 28;
+const CLIP_PAD: f64 = 5.0;
 
 fn color_of(c: &Option<Color>, i: usize) -> String {
     c.clone().unwrap_or(Color::Index(i)).css().to_string()
@@ -160,11 +161,20 @@ fn line_chart(d: &mut Doc, c: &LineChart, w: f64, top: f64, clip: &str) {
         0.0,
         &c.x.label,
     );
-    d.begin_clip(clip, LEFT, top, w - RIGHT - LEFT, PLOT_H);
-    for m in &c.marks {
+    // The clip leaves a margin so that points on the border (a precision of 1) stay whole.
+    d.begin_clip(
+        clip,
+        LEFT - CLIP_PAD,
+        top - CLIP_PAD,
+        w - RIGHT - LEFT + 2.0 * CLIP_PAD,
+        PLOT_H + 2.0 * CLIP_PAD,
+    );
+    for (i, m) in c.marks.iter().enumerate() {
         if let Some(px) = x.map(m.x) {
             d.line(px, top, px, y0, "#777777", r#" stroke-dasharray="3 3""#);
-            d.text(px + 3.0, top + 12.0, 10.0, Anchor::Start, 0.0, &m.label);
+            // Staggered, so that marks at the same place stay readable.
+            let ly = top + 24.0 + 12.0 * i as f64;
+            d.text(px + 3.0, ly, 10.0, Anchor::Start, 0.0, &m.label);
         }
     }
     for (i, s) in c.series.iter().enumerate() {
