@@ -172,8 +172,15 @@ pub fn figure(rows: &[EvalRow], split: &[HenzingerSplit], title: &str) -> Figure
         }));
     }
 
-    // 5. Henzinger's C threshold, training half.
+    // 5. Henzinger's C threshold, training half (a split repeating the one before, as with
+    // label truth at several thresholds, is drawn once).
+    let mut drawn: Vec<serde_json::Value> = Vec::new();
     for h in split {
+        let key = serde_json::json!([h.c_agree_bits, h.combined_agree_bits, h.curve]);
+        if drawn.contains(&key) {
+            continue;
+        }
+        drawn.push(key);
         let pts = |g: fn(&super::sites::CurvePoint) -> f64| {
             h.curve
                 .iter()

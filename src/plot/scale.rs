@@ -109,7 +109,7 @@ impl Scale {
     }
 
     /// Round values to mark: steps of 1, 2, 2.5 or 5 x 10^n on a linear axis; powers of ten on
-    /// a log axis (with 2 and 5 between them when the range spans under three decades).
+    /// a log axis (with 2 and 5 between them when the range spans three decades or less).
     pub fn ticks(&self) -> Vec<f64> {
         let eps = (self.hi - self.lo).abs() * 1e-9;
         let mut out = Vec::new();
@@ -118,7 +118,7 @@ impl Scale {
                 self.lo.log10().floor() as i32,
                 self.hi.log10().ceil() as i32,
             );
-            let mults: &[f64] = if b - a < 3 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+            let mults: &[f64] = if b - a <= 3 { &[1.0, 2.0, 5.0] } else { &[1.0] };
             for e in a..=b {
                 for m in mults {
                     let v = m * 10f64.powi(e);

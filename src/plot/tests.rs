@@ -139,7 +139,9 @@ fn log_axis_maps_decades_evenly_and_skips_non_positive_values() {
     assert_eq!(sc.map(10.0).map(|v| v.round()), Some(100.0));
     assert_eq!(sc.map(100.0).map(|v| v.round()), Some(200.0));
     assert_eq!(sc.map(0.0), None);
-    assert_eq!(sc.ticks(), vec![1.0, 10.0, 100.0, 1000.0]);
+    assert_eq!(sc.ticks().len(), 10);
+    let wide = Scale::fit(&axis, [1.0, 10_000.0], 0.0, 300.0);
+    assert_eq!(wide.ticks(), vec![1.0, 10.0, 100.0, 1000.0, 10_000.0]);
     // Under three decades the range ends on 1-2-5 values and the ticks include them.
     let sc = Scale::fit(&axis, [250_000.0, 4_000_000.0], 0.0, 100.0);
     assert_eq!(sc.domain(), (200_000.0, 5_000_000.0));
