@@ -31,6 +31,7 @@ pub mod ops;
 pub mod options;
 #[cfg(feature = "rocksdb")]
 pub mod pipeline;
+pub mod plot;
 #[cfg(feature = "rocksdb")]
 pub mod query;
 #[cfg(feature = "rocksdb")]

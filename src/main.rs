@@ -53,6 +53,8 @@ enum Cmd {
     Serve(cli::serve::ServeArgs),
     /// Near-duplicates in TREC runs: per topic, per run and top n, against qrels.
     Runs(cli::runs::RunsArgs),
+    /// Draw charts described in JSON (a figure: line and bar charts) as one SVG file.
+    Plot(cli::plot::PlotArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
         Cmd::Tune(a) => cli::eval::tune(a),
         Cmd::Serve(a) => cli::serve::serve(a),
         Cmd::Runs(a) => cli::runs::runs(a),
+        Cmd::Plot(a) => cli::plot::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

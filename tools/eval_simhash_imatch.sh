@@ -18,6 +18,7 @@ CORPUS=${NDD_CORPUS:-$HERE/../../shared/corpus/llvm-docs}
 RUST_DOCS=${RUST_DOCS:-$HOME/.rustup/toolchains}
 log() { echo "[$(date +%T)] $*" >&2; }
 
+: > "$OUT/index.tsv"   # table, corpus or edit rate, setting, JSON file (for tools/eval_charts.py)
 echo "Machine: $(nproc) cores, load $(uptime | sed 's/.*load average: //'), commit $(git -C "$HERE" rev-parse --short HEAD)."
 echo
 
@@ -92,6 +93,7 @@ for c in $CORPORA; do
         t2=$(date +%s.%N)
         # shellcheck disable=SC2046
         "$NDD" eval --index "$idx" $(truth_args "$c") --method simhash --thresholds 0.8 --json > "$OUT/t3-$c-$i.json"
+        printf '3\t%s\t%s\tt3-%s-%s.json\n' "$c" "$name" "$c" "$i" >> "$OUT/index.tsv"
         python3 - "$OUT/t3-$c-$i.json" "$name" "$t0" "$t1" "$t2" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["rows"][0]
@@ -130,6 +132,7 @@ for r in 0.005 0.01 0.02 0.05 0.10 0.20; do
         # shellcheck disable=SC2086
         "$NDD" ingest --quiet --index "$idx" $opts "$g/batch-01.warc" > /dev/null
         "$NDD" eval --index "$idx" --truth "$g/truth-clusters.tsv" --method "$m" --json > "$OUT/t5-$r-${name//[^a-z0-9]/_}.json"
+        printf '5\t%s\t%s\tt5-%s-%s.json\n' "$r" "$name" "$r" "${name//[^a-z0-9]/_}" >> "$OUT/index.tsv"
         python3 - "$OUT/t5-$r-${name//[^a-z0-9]/_}.json" "$name" "$r" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["rows"][0]

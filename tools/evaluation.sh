@@ -36,6 +36,9 @@ OUT=$(cd "$OUT" && pwd)
 FMT="$HERE/evaluation_fmt.py"
 START=$(date +%s.%N)
 log() { echo "[$(date +%T)] $*" >&2; }
+# SECTIONS="4 5 8" runs only those tables (6 and 7 need section 1: run them with it).
+SECTIONS=" ${SECTIONS:-1 2 3 4 5 6 7 8} "
+want() { [[ $SECTIONS == *" $1 "* ]]; }
 
 # Keys must match the manifest's paths (docs/<pkg>/...), so the folder holding docs/ is ingested.
 log "extracting llvm-docs"
@@ -49,6 +52,7 @@ echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo
 
 # ---- 1. Sampling (Waterloo thesis) ------------------------------------------------------------
+if want 1; then
 log "1. sampling"
 mkdir -p "$OUT/t1"
 SAMPLES="all mod:2 mod:4 mod:8 mod:16 mod:32 mod:64 mod:128 mod:256 mod:512 bottomk:400 bottomk:200 bottomk:100 minhash:84"
@@ -63,8 +67,10 @@ for s in $SAMPLES; do
     [ "$n" = all ] || rm -rf "$OUT/t1/idx-$n"
 done
 python3 "$FMT" sampling "$OUT/t1" $SAMPLES
+fi
 
 # ---- 2. Shingle width (Williams & Giles) on planted clusters ----------------------------------
+if want 2; then
 log "2. shingle w"
 mkdir -p "$OUT/t2"
 "$GEN" --out "$OUT/gen" --docs 2000 --seed 1 --format warc --quiet
@@ -77,8 +83,10 @@ for w in 5 8 10; do
     rm -rf "$OUT/t2/idx-$w"
 done
 python3 "$FMT" shingle-w "$OUT/t2" "$OUT/gen/gen.json" 5 8 10
+fi
 
 # ---- 3. simhash k sweep (Williams & Giles / Manku) on planted clusters, word simhashes (the
+if want 3; then
 # old default; the new default and the llvm/rust tables: tools/eval_simhash_imatch.sh) -------
 log "3. simhash k"
 mkdir -p "$OUT/t3"
@@ -95,15 +103,17 @@ for kb in $KB; do
     rm -rf "$OUT/t3/idx-$k"
 done
 python3 "$FMT" simhash-k "$OUT/t3" $KB
+fi
 
 # ---- 4. Henzinger: B (dsc-ss) vs C (384-bit) vs combined, llvm --------------------------------
+if want 4; then
 log "4. Henzinger"
 mkdir -p "$OUT/t4"
 # --site path:2: keys are docs/<package>/..., so each of the 5 doc packages is a site.
-"$NDD" ingest --index "$OUT/t4/idx" --methods all --site path:2 --simhash-features words --json "$OUT/llvm" \
+"$NDD" ingest --index "$OUT/t4/idx" --methods all --site path:2 --json "$OUT/llvm" \
     > "$OUT/t4/ingest.json"
 "$NDD" eval --index "$OUT/t4/idx" --truth "$TRUTH" --manifest "$MANIFEST" --thresholds 0.8 \
-    --json > "$OUT/t4/eval.json"
+    --plot "$OUT/t4/eval.svg" --json > "$OUT/t4/eval.json"
 # combined at other C-similarity thresholds (eval uses the default 355/384 only)
 CS="0.85 0.90 0.95 0.98"
 for c in $CS; do
@@ -119,10 +129,12 @@ python3 "$FMT" henzinger-sites "Table 4b. llvm-docs (--site path:2), T = 0.8" "$
 "$NDD" ingest --index "$OUT/t4/idx-gen" --methods all --json "$OUT/t4/gen/batch-01.warc" \
     > "$OUT/t4/ingest-gen.json"
 "$NDD" eval --index "$OUT/t4/idx-gen" --truth "$OUT/t4/gen/truth-clusters.tsv" --thresholds 0.8 \
-    --json > "$OUT/t4/eval-gen.json"
+    --plot "$OUT/t4/eval-gen.svg" --json > "$OUT/t4/eval-gen.json"
 python3 "$FMT" henzinger-sites "Table 4c. ndd-gen crawl of 20 sites" "$OUT/t4/eval-gen.json"
+fi
 
 # ---- 5. I-Match protocol (Chowdhury et al.) ----------------------------------------------------
+if want 5; then
 log "5. I-Match protocol"
 mkdir -p "$OUT/t5"
 RATES="0.10 0.20"
@@ -131,10 +143,10 @@ for r in $RATES; do
     log "  edit rate $r"
     "$GEN" --out "$OUT/t5/gen-$r" --docs 300 --seed 1 --imatch-protocol 10,10 --edit-rate "$r" \
         --format warc --quiet
-    "$NDD" ingest --index "$OUT/t5/idx-$r" --methods all --simhash-features words --json "$OUT/t5/gen-$r/batch-01.warc" \
+    "$NDD" ingest --index "$OUT/t5/idx-$r" --methods all --json "$OUT/t5/gen-$r/batch-01.warc" \
         > "$OUT/t5/$r.ingest.json"
     "$NDD" eval --index "$OUT/t5/idx-$r" --truth "$OUT/t5/gen-$r/truth-clusters.tsv" \
-        --thresholds 0.5,0.8 --json > "$OUT/t5/$r.eval.json"
+        --thresholds 0.5,0.8 --plot "$OUT/t5/$r.svg" --json > "$OUT/t5/$r.eval.json"
     rm -rf "$OUT/t5/idx-$r"
     for f in $FILTERS; do
         "$NDD" ingest --index "$OUT/t5/idx-$r-$f" --methods imatch --imatch-filter "$f" --json \
@@ -146,8 +158,10 @@ for r in $RATES; do
 done
 python3 "$FMT" imatch "$OUT/t5" $RATES
 python3 "$FMT" imatch-filters "$OUT/t5" "$RATES" $FILTERS
+fi
 
 # ---- 6. Commonality threshold (--max-df), llvm, T = 0.5 ----------------------------------------
+if want 6; then
 log "6. max-df"
 mkdir -p "$OUT/t6"
 DFS="0 1000 300 100 30 10"
@@ -157,8 +171,10 @@ for n in $DFS; do
         > "$OUT/t6/pairs-$n.tsv" 2> "$OUT/t6/stats-$n.json"
 done
 python3 "$FMT" maxdf "$OUT/t6" "$TRUTH" "$MANIFEST" $DFS
+fi
 
 # ---- 7. Adaptive sampling and precision by size group (Ye et al.), llvm, T = 0.8 --------------
+if want 7; then
 log "7. adaptive sampling"
 mkdir -p "$OUT/t7"
 "$NDD" tune --index "$OUT/t1/idx-all" --truth "$TRUTH" --manifest "$MANIFEST" \
@@ -174,11 +190,13 @@ for run in default tuned; do
     rm -rf "$OUT/t7/idx-$run"
 done
 python3 "$FMT" adaptive "$OUT/t7" "$OUT/t1" all mod:4 mod:16
+fi
 
 # ---- 8. tf- vs idf-weighted simhash, llvm, T = 0.8 ---------------------------------------------
+if want 8; then
 log "8. idf simhash"
 mkdir -p "$OUT/t8"
-KS="3:6 6:8"
+KS="3:6 6:8 10:11"
 for kb in $KS; do
     for w in tf idf; do
         "$NDD" ingest --index "$OUT/t8/idx" --methods simhash --simhash-features words --simhash-k "${kb%%:*}" \
@@ -188,7 +206,13 @@ for kb in $KS; do
         rm -rf "$OUT/t8/idx"
     done
 done
+# the default for comparison: shingle features (tf), k = 10, verified at 0.8
+"$NDD" ingest --index "$OUT/t8/idx" --methods simhash --json "$OUT/llvm" > /dev/null
+"$NDD" eval --index "$OUT/t8/idx" --truth "$TRUTH" --manifest "$MANIFEST" \
+    --method simhash --thresholds 0.8 --json > "$OUT/t8/default.eval.json"
+rm -rf "$OUT/t8/idx"
 python3 "$FMT" idf-simhash "$OUT/t8" $KS
+fi
 
 END=$(date +%s.%N)
 echo "Whole script: $(python3 -c "print(f'{$END - $START:.0f}')") s."

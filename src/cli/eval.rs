@@ -29,6 +29,11 @@ pub struct EvalArgs {
     /// Methods, comma-separated (default: every method the index stores data for).
     #[arg(long, value_delimiter = ',')]
     method: Vec<Method>,
+    /// Also draw the evaluation's charts into FILE (one SVG): scores by method, P and R
+    /// against T (two thresholds or more), same-site vs different-site, found ratio (label
+    /// truth), Henzinger's C-threshold curve (henzinger evaluated).
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
 }
 
 pub fn run(a: EvalArgs) -> Result<(), Error> {
@@ -53,6 +58,11 @@ pub fn run(a: EvalArgs) -> Result<(), Error> {
     } else {
         Vec::new()
     };
+    if let Some(p) = &a.plot {
+        let title = format!("ndd-index eval: {}", a.truth.display());
+        let svg = eval::plot::figure(&rows, &split, &title).render();
+        super::plot::write_atomic(p, &svg)?;
+    }
     let mut out = io::stdout().lock();
     if a.ix.json {
         let skipped: Vec<_> = skipped

@@ -8,6 +8,7 @@ pub mod eval;
 pub mod ingest;
 pub mod lifecycle;
 pub mod pairs;
+pub mod plot;
 pub mod query;
 pub mod runs;
 pub mod serve;

@@ -25,6 +25,7 @@
 //! scored against each threshold's positives.
 
 pub mod groups;
+pub mod plot;
 pub mod sites;
 pub mod truth;
 pub mod tune;

@@ -19,6 +19,7 @@ mod corpus_exact;
 mod crash_kill;
 mod crash_kill_ops;
 mod extract_main;
+mod eval_plot;
 mod ingest_bad_input;
 mod lifecycle_add;
 mod lifecycle_concurrent;
