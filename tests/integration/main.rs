@@ -19,6 +19,7 @@ mod corpus_exact;
 mod crash_kill;
 mod crash_kill_ops;
 mod ingest_bad_input;
+mod layers;
 mod lifecycle_add;
 mod lifecycle_concurrent;
 mod lifecycle_delete_compact;
