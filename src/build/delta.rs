@@ -17,6 +17,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::options::methods::MethodOptions;
 use crate::segment::{self, Segment};
+use crate::sort::KeyDoc;
 use crate::store::delta::DeltaDoc;
 use crate::store::SegmentEntry;
 
@@ -36,19 +37,7 @@ pub fn write(
         pairs.extend(d.features.iter().map(|&f| (f, *doc)));
     }
     pairs.sort_unstable();
-    b.begin_postings()?;
-    let mut ids: Vec<u32> = Vec::new();
-    let mut i = 0;
-    while i < pairs.len() {
-        let k = pairs[i].0;
-        ids.clear();
-        while i < pairs.len() && pairs[i].0 == k {
-            ids.push(pairs[i].1);
-            i += 1;
-        }
-        b.posting_list(k, &ids)?;
-    }
-    b.end_postings()?;
+    b.postings_from_sorted(pairs.into_iter().map(|(key, doc)| Ok(KeyDoc { key, doc })))?;
     // The method tables, in MethodWriter's order; documents without words are in none.
     let with_words = || docs.iter().filter(|(_, d)| d.has_words);
     if methods.simhash.is_some() {
@@ -56,10 +45,7 @@ pub fn write(
         b.simhash_tables(&methods.simhash_tables()?, &hashes)?;
     }
     if methods.dsc.is_some() {
-        let mut supers: Vec<(u64, u32)> = with_words()
-            .flat_map(|(doc, d)| d.supers.iter().map(move |&s| (s, *doc)))
-            .collect();
-        supers.sort_unstable();
+        let supers = keyed(docs, |d| &d.supers);
         b.postings_table(segment::SUPERSHINGLES, &supers)?;
     }
     if methods.dsc.is_some_and(|d| d.megashingles) {
@@ -73,13 +59,20 @@ pub fn write(
         b.sim384_table(&sims)?;
     }
     if methods.imatch.is_some() {
-        let mut sigs: Vec<(u64, u32)> = with_words()
-            .flat_map(|(doc, d)| d.imatch.iter().map(move |&s| (s, *doc)))
-            .collect();
-        sigs.sort_unstable();
-        b.postings_table(segment::IMATCH, &sigs)?;
+        b.postings_table(segment::IMATCH, &keyed(docs, |d| &d.imatch))?;
     }
     b.finish()
+}
+
+/// `(key, doc)` of the keys `keys_of` gives each document with words, sorted.
+fn keyed(docs: &[(u32, DeltaDoc)], keys_of: impl Fn(&DeltaDoc) -> &[u64]) -> Vec<(u64, u32)> {
+    let mut v: Vec<(u64, u32)> = docs
+        .iter()
+        .filter(|(_, d)| d.has_words)
+        .flat_map(|(doc, d)| keys_of(d).iter().map(move |&k| (k, *doc)))
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 /// `[doc_lo, doc_hi)` of a delta segment holding `docs` (sorted by id): its ids need not be

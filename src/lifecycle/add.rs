@@ -119,9 +119,9 @@ impl Index {
     /// Adds the documents of `inputs` online. `report` receives one line per input document
     /// (the ingest report format) after the publish.
     ///
-    /// The stages: name the batch (`batch::name`), [`Index::read_new_docs`],
-    /// [`Index::finish_method_data`], [`Index::match_new_docs`], [`Index::publish_new_docs`],
-    /// the reports, and [`Index::fold_if_due`].
+    /// The stages: name the batch (`batch::name`), `Index::read_new_docs`,
+    /// `Index::finish_method_data`, `Index::match_new_docs`, `Index::publish_new_docs`,
+    /// the reports, and `Index::fold_if_due`.
     pub fn add(
         &mut self,
         inputs: impl Into<Source>,

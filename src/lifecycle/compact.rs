@@ -19,7 +19,7 @@ use std::time::Instant;
 use roaring::RoaringBitmap;
 use serde::Serialize;
 
-use crate::build::SegmentBuilder;
+use crate::build::{BuiltSegment, SegmentBuilder};
 use crate::error::{Error, Result};
 use crate::index::{Index, SEGMENTS_DIR};
 use crate::segment::{self, Entries, Segment};
@@ -119,99 +119,20 @@ impl Index {
                 "segments {ids:?} are not all live"
             )));
         }
-        // Every table of the inputs is merged by what its keys and values are: doc-keyed
-        // tables drop deleted documents, posting tables drop deleted ids and empty keys, and
-        // FREQUENT is recomputed from the merged POSTINGS.
-        let mut extra_tables: Vec<u32> = inputs
-            .iter()
-            .flat_map(|s| s.seg.tables().map(|t| t.id).collect::<Vec<_>>())
-            .filter(|id| ![segment::FORWARD, segment::POSTINGS, FREQUENT_TABLE].contains(id))
-            .collect();
-        extra_tables.sort_unstable();
-        extra_tables.dedup();
-        for &t in &extra_tables {
-            if !doc_keyed(t) && segment::value_kind(t) != segment::ValueKind::Postings {
-                return Err(Error::InvalidArgument(format!(
-                    "table {t} is not known to compaction"
-                )));
-            }
-        }
+        let segs: Vec<&Segment> = inputs.iter().map(|s| s.seg.as_ref()).collect();
+        let extra_tables = other_tables(&segs)?;
         let mut manifest = self.catalog.manifest()?;
         let id = manifest.next_segment_id();
         let file = Manifest::file_name(id);
-        let segs: Vec<&Segment> = inputs.iter().map(|s| s.seg.as_ref()).collect();
         // A failed merge (disk full, I/O error) must leave no file behind, not even until the
         // next writer's open: the index stays exactly as it was.
-        let mut w = SegmentBuilder::create(self.dir().join(SEGMENTS_DIR), &file)?;
+        let w = SegmentBuilder::create(self.dir().join(SEGMENTS_DIR), &file)?;
         let mut s = CompactSummary {
             merged: inputs.iter().map(|s| s.entry.file.clone()).collect(),
             bytes_before: inputs.iter().map(|s| s.entry.bytes).sum(),
             ..Default::default()
         };
-        let dead = &view.tombstones;
-
-        let mut prev: Option<u64> = None;
-        merge_tables(&segs, segment::FORWARD, |doc, values| {
-            if values.len() > 1 || prev == Some(doc) {
-                return Err(Error::corrupt(
-                    segs[values[0].0].path(),
-                    0,
-                    format!("doc {doc} has forward lists in several segments"),
-                ));
-            }
-            prev = Some(doc);
-            if dead.contains(doc as u32) {
-                s.deleted_docs_dropped += 1;
-            } else {
-                s.docs += 1;
-                // A FORWARD value's form depends on its segment's format version: values of
-                // older segments are rewritten in the current form.
-                let (i, v) = values[0];
-                if segs[i].format_version() == w.format_version() {
-                    w.forward_encoded(doc, v)?;
-                } else {
-                    w.forward(doc as u32, &segs[i].decode_u64s(v)?.to_vec())?;
-                }
-            }
-            Ok(())
-        })?;
-
-        w.begin_postings()?;
-        let (mut ids_buf, mut buf) = (Vec::new(), Vec::new());
-        merge_tables(&segs, segment::POSTINGS, |key, values| {
-            live_union(&segs, values, dead, &mut ids_buf, || format!("key {key}"))?;
-            if ids_buf.is_empty() {
-                return Ok(()); // every document of this key is deleted
-            }
-            w.posting_list(key, &ids_buf)
-        })?;
-        w.end_postings()?;
-        for &t in &extra_tables {
-            let w = w.writer();
-            w.begin_table(t)?;
-            if doc_keyed(t) {
-                merge_tables(&segs, t, |doc, values| {
-                    if !dead.contains(doc as u32) {
-                        w.add(doc, values[0].1)?;
-                    }
-                    Ok(())
-                })?;
-            } else {
-                merge_tables(&segs, t, |key, values| {
-                    live_union(&segs, values, dead, &mut ids_buf, || {
-                        format!("table {t} key {key}")
-                    })?;
-                    if !ids_buf.is_empty() {
-                        buf.clear();
-                        segment::encode_postings(&ids_buf, &mut buf);
-                        w.add(key, &buf)?;
-                    }
-                    Ok(())
-                })?;
-            }
-            w.end_table()?;
-        }
-        let built = w.finish()?;
+        let built = write_merged(w, &segs, &view.tombstones, &extra_tables, &mut s)?;
         s.keys = built.keys;
         s.postings = built.postings;
 
@@ -244,6 +165,104 @@ impl Index {
         s.seconds = started.elapsed().as_secs_f64();
         Ok(s)
     }
+}
+
+/// The "check" stage of a merge: the tables of `segs` besides FORWARD, POSTINGS and
+/// FREQUENT, sorted; an error for a table compaction does not know how to merge.
+fn other_tables(segs: &[&Segment]) -> Result<Vec<u32>> {
+    // Every table of the inputs is merged by what its keys and values are: doc-keyed
+    // tables drop deleted documents, posting tables drop deleted ids and empty keys, and
+    // FREQUENT is recomputed from the merged POSTINGS.
+    let mut extra_tables: Vec<u32> = segs
+        .iter()
+        .flat_map(|s| s.tables().map(|t| t.id).collect::<Vec<_>>())
+        .filter(|id| ![segment::FORWARD, segment::POSTINGS, FREQUENT_TABLE].contains(id))
+        .collect();
+    extra_tables.sort_unstable();
+    extra_tables.dedup();
+    for &t in &extra_tables {
+        if !doc_keyed(t) && segment::value_kind(t) != segment::ValueKind::Postings {
+            return Err(Error::InvalidArgument(format!(
+                "table {t} is not known to compaction"
+            )));
+        }
+    }
+    Ok(extra_tables)
+}
+
+/// The "write" stage of a merge: the merged tables of `segs` without the documents in `dead`
+/// (counted in `s`) into `w`: FORWARD (doc id order; the inputs hold disjoint documents),
+/// POSTINGS and FREQUENT (key order, lists unioned), then `extra_tables` by what their keys
+/// are. The segment stays unpublished.
+fn write_merged(
+    mut w: SegmentBuilder,
+    segs: &[&Segment],
+    dead: &RoaringBitmap,
+    extra_tables: &[u32],
+    s: &mut CompactSummary,
+) -> Result<BuiltSegment> {
+    let mut prev: Option<u64> = None;
+    merge_tables(segs, segment::FORWARD, |doc, values| {
+        if values.len() > 1 || prev == Some(doc) {
+            return Err(Error::corrupt(
+                segs[values[0].0].path(),
+                0,
+                format!("doc {doc} has forward lists in several segments"),
+            ));
+        }
+        prev = Some(doc);
+        if dead.contains(doc as u32) {
+            s.deleted_docs_dropped += 1;
+        } else {
+            s.docs += 1;
+            // A FORWARD value's form depends on its segment's format version: values of
+            // older segments are rewritten in the current form.
+            let (i, v) = values[0];
+            if segs[i].format_version() == w.format_version() {
+                w.forward_encoded(doc, v)?;
+            } else {
+                w.forward(doc as u32, &segs[i].decode_u64s(v)?.to_vec())?;
+            }
+        }
+        Ok(())
+    })?;
+
+    w.begin_postings()?;
+    let (mut ids_buf, mut buf) = (Vec::new(), Vec::new());
+    merge_tables(segs, segment::POSTINGS, |key, values| {
+        live_union(segs, values, dead, &mut ids_buf, || format!("key {key}"))?;
+        if ids_buf.is_empty() {
+            return Ok(()); // every document of this key is deleted
+        }
+        w.posting_list(key, &ids_buf)
+    })?;
+    w.end_postings()?;
+    for &t in extra_tables {
+        let w = w.writer();
+        w.begin_table(t)?;
+        if doc_keyed(t) {
+            merge_tables(segs, t, |doc, values| {
+                if !dead.contains(doc as u32) {
+                    w.add(doc, values[0].1)?;
+                }
+                Ok(())
+            })?;
+        } else {
+            merge_tables(segs, t, |key, values| {
+                live_union(segs, values, dead, &mut ids_buf, || {
+                    format!("table {t} key {key}")
+                })?;
+                if !ids_buf.is_empty() {
+                    buf.clear();
+                    segment::encode_postings(&ids_buf, &mut buf);
+                    w.add(key, &buf)?;
+                }
+                Ok(())
+            })?;
+        }
+        w.end_table()?;
+    }
+    w.finish()
 }
 
 /// The live documents of one key's posting lists in the merged segments (`values`, by

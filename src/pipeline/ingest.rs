@@ -8,10 +8,10 @@
 //! with the same canonical text is skipped ("unchanged"), so re-running an ingest is safe.
 //!
 //! [`Index::ingest`] runs the stages in order, each a function of its own: name the batch
-//! (`batch::name`), [`Index::start_batch`], [`Index::read_batch`] (read, canonicalize,
+//! (`batch::name`), `Index::start_batch`, `Index::read_batch` (read, canonicalize,
 //! fingerprint, and file each document: checks, doc id, FORWARD entry, sort records),
-//! [`NewSegment::write`] (POSTINGS, FREQUENT, method tables), [`Index::match_batch`],
-//! [`Index::publish_batch`] (clusters, the one catalog write) and [`Index::report_batch`].
+//! `NewSegment::write` (POSTINGS, FREQUENT, method tables), `Index::match_batch`,
+//! `Index::publish_batch` (clusters, the one catalog write) and `Index::report_batch`.
 
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::JoinHandle;
@@ -357,7 +357,7 @@ impl Index {
     }
 
     /// The "read" stage: reads, canonicalizes and fingerprints the input
-    /// ([`prepare_stream`]) and files each document in input order ([`Index::file_doc`]).
+    /// (`prepare_stream`) and files each document in input order (`Index::file_doc`).
     /// With `strict`, the first bad document fails the batch (its segment is removed).
     fn read_batch(
         &self,
