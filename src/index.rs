@@ -20,7 +20,7 @@ use crate::view::View;
 
 /// Sub-directory names inside an index directory.
 pub const CATALOG_DIR: &str = "catalog";
-pub const SEGMENTS_DIR: &str = "segments";
+pub use crate::store::manifest::SEGMENTS_DIR;
 pub const TMP_DIR: &str = "tmp";
 pub const LOCK_FILE: &str = "LOCK";
 

@@ -10,6 +10,8 @@
 
 #[cfg(feature = "rocksdb")]
 pub mod batch;
+#[cfg(feature = "rocksdb")]
+pub mod build;
 pub mod canonicalize;
 #[cfg(feature = "rocksdb")]
 pub mod cluster;

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
-use crate::index::SEGMENTS_DIR;
 use crate::options::IndexOptions;
 use crate::segment::{self, Segment};
+use crate::store::manifest::SEGMENTS_DIR;
 use crate::store::{Catalog, SegmentEntry};
 
 /// The FREQUENT table (defined with the other table ids in `segment`).
@@ -57,6 +57,9 @@ impl LiveSegment {
         }
     }
 }
+
+/// Manifest-style id of the delta's in-memory segments in a view (never in a manifest).
+pub const DELTA_SEGMENT_ID: u64 = u64::MAX;
 
 /// Most pieces the delta is kept in by [`View::after_add`] before they are rebuilt as one
 /// segment: each piece is one more segment every query probes.
@@ -192,14 +195,14 @@ impl View {
         new: &[(u32, u32)],
         piece: Option<LiveSegment>,
     ) -> Result<View> {
-        let is_delta = |s: &LiveSegment| s.entry.id == crate::lifecycle::fold::DELTA_SEGMENT_ID;
+        let is_delta = |s: &LiveSegment| s.entry.id == DELTA_SEGMENT_ID;
         let pieces = self.segments.iter().filter(|s| is_delta(s)).count();
         let mut frequent = self.frequent.clone();
         let mut segments = Vec::with_capacity(self.segments.len() + 1);
         match piece {
             Some(mut p) if pieces < MAX_DELTA_PIECES => {
                 segments.extend(self.segments.iter().map(LiveSegment::share));
-                p.entry.id = crate::lifecycle::fold::DELTA_SEGMENT_ID;
+                p.entry.id = DELTA_SEGMENT_ID;
                 add_frequent(&p.seg, &mut frequent)?;
                 segments.push(p);
             }
@@ -245,7 +248,7 @@ impl View {
     pub fn delta_size(&self) -> (u64, u64) {
         self.segments
             .iter()
-            .filter(|s| s.entry.id == crate::lifecycle::fold::DELTA_SEGMENT_ID)
+            .filter(|s| s.entry.id == DELTA_SEGMENT_ID)
             .fold((0, 0), |(d, f), s| {
                 let docs = s.seg.table_meta(segment::FORWARD).map_or(0, |t| t.entries);
                 (d + docs, f + s.entry.postings)
@@ -315,29 +318,15 @@ impl View {
     }
 }
 
-/// The delta (online adds) as one more segment of the snapshot: written by the same code that
-/// folds it (`lifecycle::fold`) into a private temporary directory that is removed at once
-/// (the mapping stays valid), so every query path reads delta documents exactly as it will
-/// read them once folded. The delta is small by construction (`add --fold-docs`).
+/// The delta (online adds) as one more segment of the snapshot, built by the segment builder
+/// (`build::delta`, the code that also folds it) into a private temporary folder that is
+/// removed at once (the mapping stays valid), so every query path reads delta documents
+/// exactly as it will read them once folded. The delta is small by construction
+/// (`add --fold-docs`).
 fn delta_segment(catalog: &Catalog, options: &IndexOptions) -> Result<Option<LiveSegment>> {
     let docs = catalog.delta_docs()?;
-    if docs.is_empty() {
-        return Ok(None);
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix("ndd-delta-")
-        .tempdir()
-        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let mut entry = crate::lifecycle::fold::write_temp_delta_segment(
-        tmp.path(),
-        "delta.ndds",
-        &docs,
-        &options.methods,
-        catalog,
-    )?;
-    entry.id = crate::lifecycle::fold::DELTA_SEGMENT_ID;
-    let seg = Segment::open(tmp.path().join("delta.ndds"))?;
-    Ok(Some(LiveSegment {
+    let delta = crate::build::delta::map(&docs, &options.methods, DELTA_SEGMENT_ID)?;
+    Ok(delta.map(|(entry, seg)| LiveSegment {
         entry,
         seg: Arc::new(seg),
     }))

@@ -7,8 +7,11 @@ use std::collections::HashMap;
 use crate::error::Result;
 use crate::store::{Catalog, CatalogBatch, DocRecord, Manifest, META_MANIFEST};
 
+use crate::fingerprint::Sample;
 use crate::pipeline::plan::Pair;
 use crate::store::records::BatchRecord;
+use crate::threshold::Threshold;
+use crate::view::View;
 
 /// Stages the catalog records of the new documents `(doc id, record)`, with a digest entry for
 /// the first document of the batch carrying each digest (`batch_digests`) when no older one
@@ -36,6 +39,28 @@ pub(crate) fn stage_docs<'r>(
         }
     }
     Ok(())
+}
+
+/// Stages the clusters after a batch: those of the `replaced` documents (tombstoned in `view`)
+/// recomputed without them as `delete` does, then the new documents' (ids from `doc_lo`)
+/// pairs at the cluster threshold folded in. Returns the new cluster of each document whose
+/// cluster changed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn stage_clusters(
+    catalog: &Catalog,
+    wb: &mut CatalogBatch<'_>,
+    view: &View,
+    sample: Sample,
+    threshold: Threshold,
+    replaced: &[u32],
+    pairs: &[Pair],
+    doc_lo: u32,
+) -> Result<HashMap<u32, u32>> {
+    let overlay = crate::lifecycle::delete::recluster_replaced(
+        catalog, view, sample, threshold, wb, replaced,
+    )?;
+    let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
+    crate::cluster::apply_edges_over(catalog, &overlay, wb, &edges, doc_lo)
 }
 
 /// Stages the new generation of `manifest`, the next doc id and the batch record.

@@ -1,7 +1,13 @@
 //! What a batch reports for each input document (`--report FILE`, JSON lines; the server's
 //! and Python's per-document answers): the same records for `ingest` and `add`.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::pipeline::plan::Pair;
+use crate::store::Catalog;
 
 /// What happened to one input document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,27 +51,83 @@ pub struct DocReport {
     pub cluster: Option<u32>,
 }
 
-/// What a published batch knows about its new documents, to fill in their reports: each new
-/// document's older exact duplicate (`exact_of`), best near-duplicate (`best`, from
-/// [`super::publish::best_partners`]) and cluster (`clusters`; absent = its own).
-pub(crate) struct Outcome<'a> {
-    pub exact_of: &'a std::collections::HashMap<u32, u32>,
-    pub best: &'a std::collections::HashMap<u32, (u32, f64)>,
-    pub clusters: &'a std::collections::HashMap<u32, u32>,
+impl DocReport {
+    /// The report of a document given id `doc` (the rest is filled in after the publish).
+    pub fn of(key: String, status: DocStatus, doc: u32) -> DocReport {
+        DocReport {
+            key,
+            status,
+            doc: Some(doc),
+            error: None,
+            origin: None,
+            exact_duplicate_of: None,
+            near_duplicate: None,
+            cluster: None,
+        }
+    }
+
+    /// The report of a rejected document.
+    pub fn rejected(key: String, origin: String, reason: String) -> DocReport {
+        DocReport {
+            key,
+            status: DocStatus::Error,
+            doc: None,
+            error: Some(reason),
+            origin: Some(origin),
+            exact_duplicate_of: None,
+            near_duplicate: None,
+            cluster: None,
+        }
+    }
 }
 
-impl Outcome<'_> {
+/// What a published batch knows about its new documents (ids from `doc_lo`), to fill in
+/// their reports: each one's older exact duplicate (`exact_of`), best near-duplicate (from
+/// the batch's pairs) and cluster (`clusters`; absent = its own).
+pub(crate) struct Outcome<'a> {
+    catalog: &'a Catalog,
+    doc_lo: u32,
+    exact_of: &'a HashMap<u32, u32>,
+    best: HashMap<u32, (u32, f64)>,
+    clusters: &'a HashMap<u32, u32>,
+}
+
+impl<'a> Outcome<'a> {
+    pub(crate) fn new(
+        catalog: &'a Catalog,
+        doc_lo: u32,
+        pairs: &[Pair],
+        exact_of: &'a HashMap<u32, u32>,
+        clusters: &'a HashMap<u32, u32>,
+    ) -> Outcome<'a> {
+        Outcome {
+            catalog,
+            doc_lo,
+            exact_of,
+            best: super::publish::best_partners(pairs, doc_lo),
+            clusters,
+        }
+    }
+
     /// Completes the report of a new or replacing document (others pass unchanged);
-    /// `key_of` names a doc id.
+    /// `new_key(i)` is the key of the batch's i-th new document (id `doc_lo + i`), older
+    /// documents are named by the catalog.
     pub(crate) fn finish(
         &self,
         r: &mut DocReport,
-        key_of: &dyn Fn(u32) -> crate::error::Result<String>,
-    ) -> crate::error::Result<()> {
+        new_key: impl Fn(usize) -> String,
+    ) -> Result<()> {
         let Some(doc) = r.doc else { return Ok(()) };
         if !matches!(r.status, DocStatus::New | DocStatus::Replaced) {
             return Ok(());
         }
+        let key_of = |d: u32| -> Result<String> {
+            if d >= self.doc_lo {
+                Ok(new_key((d - self.doc_lo) as usize))
+            } else {
+                Ok(self.catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
+            }
+        };
         if let Some(&e) = self.exact_of.get(&doc) {
             r.exact_duplicate_of = Some(key_of(e)?);
         }

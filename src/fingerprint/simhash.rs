@@ -109,6 +109,28 @@ pub fn simhash_of_set(features: &[u64], keep: impl Fn(u64) -> bool) -> u64 {
     acc.finish()
 }
 
+/// The SIM384 table's value of a 384-bit simhash: its six parts, u64 LE each (48 bytes).
+pub fn encode_sim384(s: &[u64; 6]) -> [u8; 48] {
+    let mut b = [0u8; 48];
+    for (i, w) in s.iter().enumerate() {
+        b[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    b
+}
+
+/// The inverse of [`encode_sim384`]; None unless `v` is 48 bytes.
+pub fn decode_sim384(v: &[u8]) -> Option<[u64; 6]> {
+    if v.len() != 48 {
+        return None;
+    }
+    let mut s = [0u64; 6];
+    for (i, c) in v.chunks_exact(8).enumerate() {
+        // chunks_exact(8) gives 8-byte slices.
+        s[i] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    }
+    Some(s)
+}
+
 /// Henzinger's 384-bit variant: six independent 64-bit simhashes, part j using the token
 /// hash xxh3_64(word, SEED_SIMHASH384 + j). Bit i of part j is bit 64·j + i.
 pub fn simhash384(text: &str) -> [u64; 6] {

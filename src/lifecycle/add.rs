@@ -13,26 +13,30 @@
 //! cluster (re-clustered as `delete` does). When the delta passes `fold_docs` documents or
 //! `fold_bytes` of features it is folded into a segment (`Index::fold_delta`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::batch::publish;
-use crate::batch::report::{DocReport, DocStatus};
+use crate::batch::intake::{Intake, Known, DUPLICATE_KEY};
+use crate::batch::report::{DocReport, DocStatus, Outcome};
+use crate::batch::{self, publish, Named};
+use crate::build::delta as delta_segment;
 use crate::canonicalize::canonicalize_with;
-use crate::cluster;
 use crate::error::{Error, Result};
 use crate::fingerprint::fingerprint;
 use crate::index::Index;
 use crate::input::{read_source, InputItem, InputOptions, Source};
 use crate::method::writer::{extras as method_extras, MethodWriter};
 use crate::pipeline::pairs::{collect_pairs, PairsConfig};
+use crate::pipeline::plan::Pair;
 use crate::store::delta::DeltaDoc;
 use crate::store::records::BatchRecord;
 use crate::store::DocRecord;
+use crate::view::View;
 
-use super::fold::{write_temp_delta_segment, FoldSummary};
+use super::fold::FoldSummary;
 
 /// Default fold size of the delta, in documents.
 pub const DEFAULT_FOLD_DOCS: u64 = 1024;
@@ -86,9 +90,38 @@ pub struct AddSummary {
     pub seconds: f64,
 }
 
+/// An add call's new documents, as its stages hand them on.
+struct NewDocs {
+    /// The first new document's id; the others follow.
+    doc_lo: u32,
+    /// One per input document, in input order.
+    reports: Vec<DocReport>,
+    /// Catalog record and delta entry of each new document.
+    news: Vec<(DocRecord, DeltaDoc)>,
+    intake: Intake,
+    methods: MethodWriter,
+}
+
+impl NewDocs {
+    fn doc_hi(&self) -> u32 {
+        self.doc_lo + self.news.len() as u32
+    }
+
+    /// The new documents' delta entries with their ids.
+    fn delta_docs(&self) -> Vec<(u32, DeltaDoc)> {
+        let lo = self.doc_lo;
+        let news = self.news.iter().enumerate();
+        news.map(|(i, (_, d))| (lo + i as u32, d.clone())).collect()
+    }
+}
+
 impl Index {
     /// Adds the documents of `inputs` online. `report` receives one line per input document
     /// (the ingest report format) after the publish.
+    ///
+    /// The stages: name the batch (`batch::name`), `Index::read_new_docs`,
+    /// `Index::finish_method_data`, `Index::match_new_docs`, `Index::publish_new_docs`,
+    /// the reports, and `Index::fold_if_due`.
     pub fn add(
         &mut self,
         inputs: impl Into<Source>,
@@ -96,37 +129,70 @@ impl Index {
         report: &mut dyn FnMut(&DocReport) -> Result<()>,
     ) -> Result<AddSummary> {
         self.require_writer()?;
-        let source: Source = inputs.into();
         let started = Instant::now();
-        let catalog = &self.catalog;
-        // The last batch id by one seek: reading every batch record made each add slower
-        // than the one before (the server adds a batch per group commit).
-        let batch_id = catalog.last_batch_id()?.map(|id| id + 1).unwrap_or(1);
-        let name = opts
-            .batch
-            .clone()
-            .unwrap_or_else(|| format!("add-{batch_id:06}"));
+        let (name, batch_id) = match batch::name(&self.catalog, opts.batch.as_deref(), "add")? {
+            Named::New { name, id } => (name, id),
+            Named::Done { name, id } => {
+                return Ok(AddSummary {
+                    batch: name,
+                    batch_id: id,
+                    already_added: true,
+                    ..Default::default()
+                })
+            }
+        };
         let mut s = AddSummary {
             batch: name.clone(),
             batch_id,
             ..Default::default()
         };
-        if let Some(id) = catalog.batch_by_name(&name)? {
-            s.batch_id = id;
-            s.already_added = true;
-            return Ok(s);
+        let mut n = self.read_new_docs(inputs.into(), opts, batch_id, &mut s)?;
+        self.finish_method_data(&mut n)?;
+        let tmp = tempfile::tempdir_in(self.tmp_dir()).map_err(|e| Error::io(self.tmp_dir(), e))?;
+        let (view, pairs) = self.match_new_docs(&n, tmp.path())?;
+        s.near_duplicate_pairs = pairs.len() as u64;
+        let clusters = self.publish_new_docs(&n, view, &pairs, &name, batch_id, &mut s)?;
+        drop(tmp);
+
+        // Reports (cluster ids and partners are final now).
+        let outcome = Outcome::new(
+            &self.catalog,
+            n.doc_lo,
+            &pairs,
+            &n.intake.exact_of,
+            &clusters,
+        );
+        for mut r in n.reports {
+            outcome.finish(&mut r, |i| n.news[i].0.key.clone())?;
+            report(&r)?;
         }
+
+        self.fold_if_due(opts, &mut s)?;
+        s.seconds = started.elapsed().as_secs_f64();
+        Ok(s)
+    }
+
+    /// The "read" stage: reads, canonicalizes and fingerprints the documents of `source` one
+    /// by one and checks each (`batch::intake`): rejected, unchanged, or new with the next id,
+    /// its catalog record, delta entry, method data and report.
+    fn read_new_docs(
+        &self,
+        source: Source,
+        opts: &AddOptions,
+        batch_id: u32,
+        s: &mut AddSummary,
+    ) -> Result<NewDocs> {
+        let catalog = &self.catalog;
         let fp_opts = self.options().fingerprint()?;
-        let m_opts = self.options().methods.clone();
-        let tombstones = self.view.tombstones.clone();
-        let doc_lo = catalog.next_doc()?;
-        let mut reports: Vec<DocReport> = Vec::new();
-        let mut news: Vec<(DocRecord, DeltaDoc)> = Vec::new();
-        let mut keys: HashSet<String> = HashSet::new();
-        let mut digests: HashMap<[u8; 16], u32> = HashMap::new();
-        let mut exact_of: HashMap<u32, u32> = HashMap::new();
-        let mut replaced: Vec<(u32, DocRecord)> = Vec::new();
-        let mut mw = MethodWriter::new(&m_opts);
+        let m_opts = &self.options().methods;
+        let mut n = NewDocs {
+            doc_lo: catalog.next_doc()?,
+            reports: Vec::new(),
+            news: Vec::new(),
+            intake: Intake::new(self.view.tombstones.clone()),
+            methods: MethodWriter::new(m_opts),
+        };
+        let reports = &mut n.reports;
         for item in read_source(source, opts.input.clone()) {
             s.documents_read += 1;
             let (raw, canon) = match item {
@@ -135,7 +201,7 @@ impl Index {
                     origin,
                     reason,
                 } => {
-                    reject(&mut s, &mut reports, opts.strict, key, origin, reason)?;
+                    reject(s, reports, opts.strict, key, origin, reason)?;
                     continue;
                 }
                 InputItem::Doc(raw) => {
@@ -144,67 +210,49 @@ impl Index {
                         Ok(c) => (raw, c),
                         Err(why) => {
                             let r = why.to_string();
-                            reject(&mut s, &mut reports, opts.strict, raw.key, raw.origin, r)?;
+                            reject(s, reports, opts.strict, raw.key, raw.origin, r)?;
                             continue;
                         }
                     }
                 }
             };
-            if !keys.insert(raw.key.clone()) {
-                let reason = "duplicate key within the batch (the first occurrence was kept)";
-                reject(
-                    &mut s,
-                    &mut reports,
-                    opts.strict,
-                    raw.key,
-                    raw.origin,
-                    reason.into(),
-                )?;
+            if !n.intake.first_of_key(&raw.key) {
+                let reason = DUPLICATE_KEY.to_string();
+                reject(s, reports, opts.strict, raw.key, raw.origin, reason)?;
                 continue;
             }
             let fp = fingerprint(&canon.text, &fp_opts);
-            let mut status = DocStatus::New;
-            if let Some(old) = catalog.doc_by_key(&raw.key)? {
-                if let Some(rec) = catalog.doc(old)? {
-                    if rec.digest == fp.digest && !tombstones.contains(old) {
-                        s.unchanged += 1;
-                        reports.push(doc_report(raw.key, DocStatus::Unchanged, old));
-                        continue;
-                    }
-                    status = DocStatus::Replaced;
+            let status = match n.intake.known(catalog, &raw.key, &fp.digest)? {
+                Known::Unchanged(old) => {
+                    s.unchanged += 1;
+                    reports.push(DocReport::of(raw.key, DocStatus::Unchanged, old));
+                    continue;
+                }
+                Known::Replaced => {
                     s.replaced += 1;
-                    replaced.push((old, rec));
+                    DocStatus::Replaced
                 }
-            }
-            let doc = doc_lo
-                .checked_add(news.len() as u32)
-                .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
-            let exact = match digests.get(&fp.digest) {
-                Some(&d) => Some(d),
-                None => {
-                    digests.insert(fp.digest, doc);
-                    catalog
-                        .doc_by_digest(&fp.digest)?
-                        .filter(|d| !tombstones.contains(*d))
-                }
+                Known::New => DocStatus::New,
             };
-            if let Some(e) = exact {
-                exact_of.insert(doc, e);
-            }
-            let x = method_extras(&canon.text, &fp, &fp_opts, &m_opts);
+            let doc = n
+                .doc_lo
+                .checked_add(n.news.len() as u32)
+                .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
+            n.intake.exact(catalog, doc, &fp.digest)?;
+            let x = method_extras(&canon.text, &fp, &fp_opts, m_opts);
             let delta = DeltaDoc {
                 has_words: fp.words > 0,
                 // the SIMHASH tables' value (shingle or filtered simhashes differ from the
-                // catalog's); idf and boilerplate-filtered ones are set below
+                // catalog's); idf and boilerplate-filtered ones are set by finish_method_data
                 simhash: x.simhash.unwrap_or(fp.simhash),
                 features: fp.features.clone(),
                 supers: x.supers.clone(),
                 sim384: x.sim384,
-                imatch: Vec::new(), // filled below, once the whole call's terms are known
+                imatch: Vec::new(), // set by finish_method_data, once the call's terms are known
             };
-            mw.add(doc, &fp, x);
-            reports.push(doc_report(raw.key.clone(), status, doc));
-            news.push((
+            n.methods.add(doc, &fp, x);
+            reports.push(DocReport::of(raw.key.clone(), status, doc));
+            n.news.push((
                 DocRecord {
                     key: raw.key,
                     batch: batch_id,
@@ -219,24 +267,30 @@ impl Index {
                 delta,
             ));
         }
-        let doc_hi = doc_lo + news.len() as u32;
-        for (sig, doc) in mw.imatch_signatures(catalog)? {
-            news[(doc - doc_lo) as usize].1.imatch.push(sig);
-        }
-        for (doc, h) in mw.deferred_simhashes(catalog)? {
-            news[(doc - doc_lo) as usize].1.simhash = h;
-        }
+        Ok(n)
+    }
 
-        // Match against everything, the new documents included (a small temporary segment).
-        let mut extra_tombs = roaring::RoaringBitmap::new();
-        extra_tombs.extend(replaced.iter().map(|(d, _)| *d));
-        let tmp = tempfile::tempdir_in(self.tmp_dir()).map_err(|e| Error::io(self.tmp_dir(), e))?;
-        let delta_docs: Vec<(u32, DeltaDoc)> = news
-            .iter()
-            .enumerate()
-            .map(|(i, (_, d))| (doc_lo + i as u32, d.clone()))
-            .collect();
-        let view = if news.is_empty() {
+    /// The "method data" stage: what needs the whole call's documents (I-Match signatures,
+    /// idf-weighted or boilerplate-filtered simhashes) into their delta entries.
+    fn finish_method_data(&self, n: &mut NewDocs) -> Result<()> {
+        let catalog = &self.catalog;
+        for (sig, doc) in n.methods.imatch_signatures(catalog)? {
+            n.news[(doc - n.doc_lo) as usize].1.imatch.push(sig);
+        }
+        for (doc, h) in n.methods.deferred_simhashes(catalog)? {
+            n.news[(doc - n.doc_lo) as usize].1.simhash = h;
+        }
+        Ok(())
+    }
+
+    /// The "match" stage: the new documents against everything, themselves included, through
+    /// a small temporary segment of them in `tmp` (`build::delta`, the delta's own code).
+    /// Returns the view they were matched in (replaced documents tombstoned) and the pairs at
+    /// the cluster threshold.
+    fn match_new_docs(&self, n: &NewDocs, tmp: &Path) -> Result<(View, Vec<Pair>)> {
+        let (doc_lo, doc_hi) = (n.doc_lo, n.doc_hi());
+        let extra_tombs = n.intake.replaced_tombstones();
+        let view = if n.news.is_empty() {
             let none = crate::store::SegmentEntry {
                 id: 0,
                 file: String::new(),
@@ -246,53 +300,74 @@ impl Index {
                 keys: 0,
                 postings: 0,
             };
-            self.view
-                .with_new_segment(tmp.path(), none, &[], &extra_tombs)?
+            self.view.with_new_segment(tmp, none, &[], &extra_tombs)?
         } else {
-            let entry =
-                write_temp_delta_segment(tmp.path(), "add.ndds", &delta_docs, &m_opts, catalog)?;
-            let sizes: Vec<u32> = news.iter().map(|(r, _)| r.features).collect();
+            let methods = &self.options().methods;
+            let entry = delta_segment::write_temp(tmp, "add.ndds", &n.delta_docs(), methods)?;
+            let sizes: Vec<u32> = n.news.iter().map(|(r, _)| r.features).collect();
             self.view
-                .with_new_segment(&tmp.path().join("add.ndds"), entry, &sizes, &extra_tombs)?
+                .with_new_segment(&tmp.join("add.ndds"), entry, &sizes, &extra_tombs)?
         };
-        let threshold = self.options().cluster_threshold()?;
         let cfg = PairsConfig {
             max_df: self.options().max_df,
-            ..PairsConfig::new(fp_opts.sample, threshold)
+            ..PairsConfig::new(
+                self.options().fingerprint()?.sample,
+                self.options().cluster_threshold()?,
+            )
         };
         let (pairs, _) = collect_pairs(&view, &cfg, doc_lo..doc_hi, doc_lo)?;
-        s.near_duplicate_pairs = pairs.len() as u64;
+        Ok((view, pairs))
+    }
 
-        // One synced write: catalog records, delta entries, clusters, batch record.
+    /// The "publish" stage: clusters, catalog records, delta entries and batch record in ONE
+    /// synced catalog write; then the writer's next view, built from the delta alone (the
+    /// segment the documents were matched in becomes a piece of the delta). Returns the
+    /// changed clusters.
+    fn publish_new_docs(
+        &mut self,
+        n: &NewDocs,
+        view: View,
+        pairs: &[Pair],
+        name: &str,
+        batch_id: u32,
+        s: &mut AddSummary,
+    ) -> Result<HashMap<u32, u32>> {
+        let catalog = &self.catalog;
+        let (doc_lo, doc_hi) = (n.doc_lo, n.doc_hi());
         let mut wb = catalog.batch_writer();
-        let replaced_ids: Vec<u32> = replaced.iter().map(|(d, _)| *d).collect();
-        let overlay = super::delete::recluster_replaced(
+        let clusters = publish::stage_clusters(
             catalog,
-            &view,
-            fp_opts.sample,
-            threshold,
             &mut wb,
-            &replaced_ids,
+            &view,
+            self.options().fingerprint()?.sample,
+            self.options().cluster_threshold()?,
+            &n.intake.replaced_ids(),
+            pairs,
+            doc_lo,
         )?;
-        let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
-        let clusters = cluster::apply_edges_over(catalog, &overlay, &mut wb, &edges, doc_lo)?;
         // The segment the new documents were matched in holds exactly them: the next
-        // snapshot keeps it as a piece of the delta (its file is gone with `tmp`, the
-        // mapping stays).
+        // snapshot keeps it as a piece of the delta (its file goes with the temporary
+        // folder, the mapping stays).
         let piece = match view.segments.last() {
-            Some(p) if !news.is_empty() && p.entry.doc_lo == doc_lo => Some(p.share()),
+            Some(p) if !n.news.is_empty() && p.entry.doc_lo == doc_lo => Some(p.share()),
             _ => None,
         };
         drop(view);
-        let ids: Vec<u32> = delta_docs.iter().map(|(d, _)| *d).collect();
-        for (doc, (_, delta)) in ids.iter().zip(&news) {
+        let ids: Vec<u32> = (doc_lo..doc_hi).collect();
+        for (doc, (_, delta)) in ids.iter().zip(&n.news) {
             wb.put_delta(*doc, delta);
         }
-        let docs = ids.iter().copied().zip(news.iter().map(|(r, _)| r));
-        publish::stage_docs(catalog, &mut wb, docs, &digests, &replaced)?;
-        s.added = news.len() as u64 - s.replaced;
+        let docs = ids.iter().copied().zip(n.news.iter().map(|(r, _)| r));
+        publish::stage_docs(
+            catalog,
+            &mut wb,
+            docs,
+            &n.intake.digests,
+            &n.intake.replaced,
+        )?;
+        s.added = n.news.len() as u64 - s.replaced;
         let record = BatchRecord::now(
-            &name,
+            name,
             doc_lo,
             doc_hi,
             s.added,
@@ -302,40 +377,24 @@ impl Index {
             None,
         );
         publish::stage_batch(&mut wb, catalog.manifest()?, batch_id, &record);
-        mw.stage(catalog, &mut wb)?;
+        n.methods.stage(catalog, &mut wb)?;
         catalog.commit(wb)?;
-        drop(tmp);
         // The new snapshot costs the delta's size, not the index's (no full reload).
-        let new_sizes: Vec<(u32, u32)> = news
+        let new_sizes: Vec<(u32, u32)> = ids
             .iter()
-            .enumerate()
-            .map(|(i, (r, _))| (doc_lo + i as u32, r.features))
+            .zip(&n.news)
+            .map(|(&doc, (r, _))| (doc, r.features))
             .collect();
         let view = self
             .view
             .after_add(&self.catalog, self.options(), &new_sizes, piece)?;
         self.view = std::sync::Arc::new(view);
+        Ok(clusters)
+    }
 
-        // Reports (cluster ids and partners are final now).
-        let best = publish::best_partners(&pairs, doc_lo);
-        let key_of = |d: u32| -> Result<String> {
-            if d >= doc_lo {
-                Ok(news[(d - doc_lo) as usize].0.key.clone())
-            } else {
-                Ok(self.catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
-            }
-        };
-        let outcome = crate::batch::report::Outcome {
-            exact_of: &exact_of,
-            best: &best,
-            clusters: &clusters,
-        };
-        for mut r in reports {
-            outcome.finish(&mut r, &key_of)?;
-            report(&r)?;
-        }
-
-        // Fold when the delta has grown past its size.
+    /// The "fold" stage: folds the delta into a segment once it has grown past the call's
+    /// `fold_docs` or `fold_bytes`; sets `delta_docs` and `folded`.
+    fn fold_if_due(&mut self, opts: &AddOptions, s: &mut AddSummary) -> Result<()> {
         let (delta_docs, delta_features) = self.view.delta_size();
         if delta_docs >= opts.fold_docs || delta_features * 8 >= opts.fold_bytes {
             s.folded = Some(self.fold_delta()?);
@@ -343,21 +402,7 @@ impl Index {
         } else {
             s.delta_docs = delta_docs;
         }
-        s.seconds = started.elapsed().as_secs_f64();
-        Ok(s)
-    }
-}
-
-fn doc_report(key: String, status: DocStatus, doc: u32) -> DocReport {
-    DocReport {
-        key,
-        status,
-        doc: Some(doc),
-        error: None,
-        origin: None,
-        exact_duplicate_of: None,
-        near_duplicate: None,
-        cluster: None,
+        Ok(())
     }
 }
 
@@ -377,15 +422,6 @@ fn reject(
             reason: format!("{reason} ({origin})"),
         });
     }
-    reports.push(DocReport {
-        key,
-        status: DocStatus::Error,
-        doc: None,
-        error: Some(reason),
-        origin: Some(origin),
-        exact_duplicate_of: None,
-        near_duplicate: None,
-        cluster: None,
-    });
+    reports.push(DocReport::rejected(key, origin, reason));
     Ok(())
 }

@@ -24,6 +24,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::batch::publish;
+use crate::build::Unpublished;
 use crate::cluster;
 use crate::error::{Error, IoResultExt, Result};
 use crate::index::{Index, SEGMENTS_DIR};
@@ -75,17 +76,6 @@ pub struct AdoptSummary {
     pub near_duplicate_pairs: u64,
     pub exact_duplicates: u64,
     pub seconds: f64,
-}
-
-/// Files of segments linked into the index but not (yet) published; removed when dropped.
-struct Unpublished(Vec<PathBuf>);
-
-impl Drop for Unpublished {
-    fn drop(&mut self) {
-        for p in &self.0 {
-            let _ = std::fs::remove_file(p);
-        }
-    }
 }
 
 /// The first creation option where `staged` and `index` differ: (option, index's, staged).
@@ -282,7 +272,7 @@ impl Index {
         let mut manifest = catalog.manifest()?;
         let first_id = manifest.next_segment_id();
         let seg_dir = self.dir().join(SEGMENTS_DIR);
-        let mut unpublished = Unpublished(Vec::new());
+        let mut unpublished = Unpublished::default();
         let mut s = AdoptSummary {
             batch: name.clone(),
             batch_id,
@@ -298,7 +288,7 @@ impl Index {
             let id = first_id + i as u64;
             let file = Manifest::file_name(id);
             let to = seg_dir.join(&file);
-            unpublished.0.push(to.clone());
+            unpublished.push(to.clone());
             if link_or_copy(&dir.join(&p.segment), &to)? {
                 s.copied += 1;
             }
@@ -391,7 +381,7 @@ impl Index {
         publish::stage_batch(&mut wb, manifest, batch_id, &record);
         drop(view);
         catalog.commit(wb)?;
-        unpublished.0.clear(); // published: the files belong to the manifest now
+        unpublished.keep(); // published: the files belong to the manifest now
         self.reload_view()?;
         s.seconds = started.elapsed().as_secs_f64();
         Ok(s)

@@ -19,11 +19,12 @@ use std::time::Instant;
 use roaring::RoaringBitmap;
 use serde::Serialize;
 
+use crate::build::{BuiltSegment, SegmentBuilder};
 use crate::error::{Error, Result};
 use crate::index::{Index, SEGMENTS_DIR};
-use crate::segment::{self, Entries, Segment, SegmentWriter};
-use crate::store::{Manifest, SegmentEntry, META_MANIFEST};
-use crate::view::{LiveSegment, FREQUENT_DF, FREQUENT_TABLE};
+use crate::segment::{self, Entries, Segment};
+use crate::store::{Manifest, META_MANIFEST};
+use crate::view::{LiveSegment, FREQUENT_TABLE};
 
 use super::policy::{choose, choose_full, MergePolicy, SegmentInfo};
 
@@ -118,167 +119,41 @@ impl Index {
                 "segments {ids:?} are not all live"
             )));
         }
-        // Every table of the inputs is merged by what its keys and values are: doc-keyed
-        // tables drop deleted documents, posting tables drop deleted ids and empty keys, and
-        // FREQUENT is recomputed from the merged POSTINGS.
-        let mut extra_tables: Vec<u32> = inputs
-            .iter()
-            .flat_map(|s| s.seg.tables().map(|t| t.id).collect::<Vec<_>>())
-            .filter(|id| ![segment::FORWARD, segment::POSTINGS, FREQUENT_TABLE].contains(id))
-            .collect();
-        extra_tables.sort_unstable();
-        extra_tables.dedup();
-        for &t in &extra_tables {
-            if !doc_keyed(t) && segment::value_kind(t) != segment::ValueKind::Postings {
-                return Err(Error::InvalidArgument(format!(
-                    "table {t} is not known to compaction"
-                )));
-            }
-        }
+        let segs: Vec<&Segment> = inputs.iter().map(|s| s.seg.as_ref()).collect();
+        let extra_tables = other_tables(&segs)?;
         let mut manifest = self.catalog.manifest()?;
         let id = manifest.next_segment_id();
         let file = Manifest::file_name(id);
-        let segs: Vec<&Segment> = inputs.iter().map(|s| s.seg.as_ref()).collect();
-        let mut w = SegmentWriter::create(self.dir().join(SEGMENTS_DIR), &file)?;
         // A failed merge (disk full, I/O error) must leave no file behind, not even until the
         // next writer's open: the index stays exactly as it was.
-        let mut unpublished =
-            RemoveOnDrop(vec![w.tmp_path().to_path_buf(), self.segment_path(&file)]);
+        let w = SegmentBuilder::create(self.dir().join(SEGMENTS_DIR), &file)?;
         let mut s = CompactSummary {
             merged: inputs.iter().map(|s| s.entry.file.clone()).collect(),
             bytes_before: inputs.iter().map(|s| s.entry.bytes).sum(),
             ..Default::default()
         };
-        let dead = &view.tombstones;
-
-        w.begin_table(segment::FORWARD)?;
-        let mut prev: Option<u64> = None;
-        let mut fwd_buf = Vec::new();
-        merge_tables(&segs, segment::FORWARD, |doc, values| {
-            if values.len() > 1 || prev == Some(doc) {
-                return Err(Error::corrupt(
-                    segs[values[0].0].path(),
-                    0,
-                    format!("doc {doc} has forward lists in several segments"),
-                ));
-            }
-            prev = Some(doc);
-            if dead.contains(doc as u32) {
-                s.deleted_docs_dropped += 1;
-            } else {
-                s.docs += 1;
-                // A FORWARD value's form depends on its segment's format version: values of
-                // older segments are rewritten in the current form.
-                let (i, v) = values[0];
-                if segs[i].format_version() == w.format_version() {
-                    w.add(doc, v)?;
-                } else {
-                    fwd_buf.clear();
-                    segment::encode_u64s(&segs[i].decode_u64s(v)?.to_vec(), &mut fwd_buf);
-                    w.add(doc, &fwd_buf)?;
-                }
-            }
-            Ok(())
-        })?;
-        w.end_table()?;
-
-        w.begin_table(segment::POSTINGS)?;
-        let (mut ids_buf, mut buf) = (Vec::new(), Vec::new());
-        let mut frequent: Vec<(u64, u32)> = Vec::new();
-        merge_tables(&segs, segment::POSTINGS, |key, values| {
-            ids_buf.clear();
-            for (i, v) in values {
-                let list = segment::decode_postings(v)
-                    .map_err(|e| Error::corrupt(segs[*i].path(), 0, format!("key {key}: {e}")))?;
-                list.for_each(|d| {
-                    if !dead.contains(d) {
-                        ids_buf.push(d)
-                    }
-                });
-            }
-            if ids_buf.is_empty() {
-                return Ok(()); // every document of this key is deleted
-            }
-            ids_buf.sort_unstable();
-            buf.clear();
-            segment::encode_postings(&ids_buf, &mut buf);
-            w.add(key, &buf)?;
-            s.keys += 1;
-            s.postings += ids_buf.len() as u64;
-            if ids_buf.len() as u32 > FREQUENT_DF {
-                frequent.push((key, ids_buf.len() as u32));
-            }
-            Ok(())
-        })?;
-        w.end_table()?;
-        w.begin_table(FREQUENT_TABLE)?;
-        for (k, df) in &frequent {
-            w.add(*k, &df.to_le_bytes())?;
-        }
-        w.end_table()?;
-        for &t in &extra_tables {
-            w.begin_table(t)?;
-            if doc_keyed(t) {
-                merge_tables(&segs, t, |doc, values| {
-                    if !dead.contains(doc as u32) {
-                        w.add(doc, values[0].1)?;
-                    }
-                    Ok(())
-                })?;
-            } else {
-                merge_tables(&segs, t, |key, values| {
-                    ids_buf.clear();
-                    for (i, v) in values {
-                        let list = segment::decode_postings(v).map_err(|e| {
-                            Error::corrupt(segs[*i].path(), 0, format!("table {t} key {key}: {e}"))
-                        })?;
-                        list.for_each(|d| {
-                            if !dead.contains(d) {
-                                ids_buf.push(d)
-                            }
-                        });
-                    }
-                    if !ids_buf.is_empty() {
-                        ids_buf.sort_unstable();
-                        buf.clear();
-                        segment::encode_postings(&ids_buf, &mut buf);
-                        w.add(key, &buf)?;
-                    }
-                    Ok(())
-                })?;
-            }
-            w.end_table()?;
-        }
-        let meta = w.finish()?;
-        let new_path = self.segment_path(&file);
+        let built = write_merged(w, &segs, &view.tombstones, &extra_tables, &mut s)?;
+        s.keys = built.keys;
+        s.postings = built.postings;
 
         // Publish: one catalog write replaces the merged entries by the new one.
         let doc_lo = inputs.iter().map(|s| s.entry.doc_lo).min().unwrap_or(0);
         let doc_hi = inputs.iter().map(|s| s.entry.doc_hi).max().unwrap_or(0);
         manifest.segments.retain(|e| !ids.contains(&e.id));
         if s.docs > 0 {
-            manifest.segments.push(SegmentEntry {
-                id,
-                file: file.clone(),
-                doc_lo,
-                doc_hi,
-                bytes: meta.bytes,
-                keys: s.keys,
-                postings: s.postings,
-            });
+            manifest.segments.push(built.entry(id, doc_lo, doc_hi));
             s.segment = Some(file);
-            s.bytes_after = meta.bytes;
+            s.bytes_after = built.meta.bytes;
         }
         manifest.segments.sort_by_key(|e| e.doc_lo);
         manifest.generation += 1;
         let mut wb = self.catalog.batch_writer();
         wb.put_meta_json(META_MANIFEST, &manifest);
         let published = self.catalog.commit(wb);
-        if published.is_err() || s.docs == 0 {
-            let _ = std::fs::remove_file(&new_path);
-        }
+        if published.is_ok() && s.docs > 0 {
+            built.keep(); // published: the file belongs to the manifest now
+        } // else dropping `built` removes it
         published?;
-        unpublished.0.clear();
         drop(inputs);
         drop(view);
         self.reload_view()?;
@@ -292,15 +167,125 @@ impl Index {
     }
 }
 
-/// Files of a merged segment not (yet) published; removed when dropped.
-struct RemoveOnDrop(Vec<std::path::PathBuf>);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        for p in &self.0 {
-            let _ = std::fs::remove_file(p);
+/// The "check" stage of a merge: the tables of `segs` besides FORWARD, POSTINGS and
+/// FREQUENT, sorted; an error for a table compaction does not know how to merge.
+fn other_tables(segs: &[&Segment]) -> Result<Vec<u32>> {
+    // Every table of the inputs is merged by what its keys and values are: doc-keyed
+    // tables drop deleted documents, posting tables drop deleted ids and empty keys, and
+    // FREQUENT is recomputed from the merged POSTINGS.
+    let mut extra_tables: Vec<u32> = segs
+        .iter()
+        .flat_map(|s| s.tables().map(|t| t.id).collect::<Vec<_>>())
+        .filter(|id| ![segment::FORWARD, segment::POSTINGS, FREQUENT_TABLE].contains(id))
+        .collect();
+    extra_tables.sort_unstable();
+    extra_tables.dedup();
+    for &t in &extra_tables {
+        if !doc_keyed(t) && segment::value_kind(t) != segment::ValueKind::Postings {
+            return Err(Error::InvalidArgument(format!(
+                "table {t} is not known to compaction"
+            )));
         }
     }
+    Ok(extra_tables)
+}
+
+/// The "write" stage of a merge: the merged tables of `segs` without the documents in `dead`
+/// (counted in `s`) into `w`: FORWARD (doc id order; the inputs hold disjoint documents),
+/// POSTINGS and FREQUENT (key order, lists unioned), then `extra_tables` by what their keys
+/// are. The segment stays unpublished.
+fn write_merged(
+    mut w: SegmentBuilder,
+    segs: &[&Segment],
+    dead: &RoaringBitmap,
+    extra_tables: &[u32],
+    s: &mut CompactSummary,
+) -> Result<BuiltSegment> {
+    let mut prev: Option<u64> = None;
+    merge_tables(segs, segment::FORWARD, |doc, values| {
+        if values.len() > 1 || prev == Some(doc) {
+            return Err(Error::corrupt(
+                segs[values[0].0].path(),
+                0,
+                format!("doc {doc} has forward lists in several segments"),
+            ));
+        }
+        prev = Some(doc);
+        if dead.contains(doc as u32) {
+            s.deleted_docs_dropped += 1;
+        } else {
+            s.docs += 1;
+            // A FORWARD value's form depends on its segment's format version: values of
+            // older segments are rewritten in the current form.
+            let (i, v) = values[0];
+            if segs[i].format_version() == w.format_version() {
+                w.forward_encoded(doc, v)?;
+            } else {
+                w.forward(doc as u32, &segs[i].decode_u64s(v)?.to_vec())?;
+            }
+        }
+        Ok(())
+    })?;
+
+    w.begin_postings()?;
+    let (mut ids_buf, mut buf) = (Vec::new(), Vec::new());
+    merge_tables(segs, segment::POSTINGS, |key, values| {
+        live_union(segs, values, dead, &mut ids_buf, || format!("key {key}"))?;
+        if ids_buf.is_empty() {
+            return Ok(()); // every document of this key is deleted
+        }
+        w.posting_list(key, &ids_buf)
+    })?;
+    w.end_postings()?;
+    for &t in extra_tables {
+        let w = w.writer();
+        w.begin_table(t)?;
+        if doc_keyed(t) {
+            merge_tables(segs, t, |doc, values| {
+                if !dead.contains(doc as u32) {
+                    w.add(doc, values[0].1)?;
+                }
+                Ok(())
+            })?;
+        } else {
+            merge_tables(segs, t, |key, values| {
+                live_union(segs, values, dead, &mut ids_buf, || {
+                    format!("table {t} key {key}")
+                })?;
+                if !ids_buf.is_empty() {
+                    buf.clear();
+                    segment::encode_postings(&ids_buf, &mut buf);
+                    w.add(key, &buf)?;
+                }
+                Ok(())
+            })?;
+        }
+        w.end_table()?;
+    }
+    w.finish()
+}
+
+/// The live documents of one key's posting lists in the merged segments (`values`, by
+/// segment index), sorted, into `ids`; `what` names the key in a decoding error.
+fn live_union(
+    segs: &[&Segment],
+    values: &[(usize, &[u8])],
+    dead: &RoaringBitmap,
+    ids: &mut Vec<u32>,
+    what: impl Fn() -> String,
+) -> Result<()> {
+    ids.clear();
+    for (i, v) in values {
+        let list = segment::decode_postings(v)
+            .map_err(|e| Error::corrupt(segs[*i].path(), 0, format!("{}: {e}", what())))?;
+        list.for_each(|d| {
+            if !dead.contains(d) {
+                ids.push(d)
+            }
+        });
+    }
+    ids.sort_unstable();
+    Ok(())
 }
 
 /// Tables keyed by doc id (one value per document), as opposed to posting tables.

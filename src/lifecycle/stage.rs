@@ -6,7 +6,7 @@
 //! as two files under `STAGING/parts/`:
 //! - `part-NNNNN.ndds`: the segment `ingest` writes for exactly those documents and ids
 //!   (FORWARD, POSTINGS, FREQUENT and the method tables of the options), through the same
-//!   code (canonicalize, fingerprint, `SegmentWriter`, `write_postings_tables`, `MethodWriter`);
+//!   code (canonicalize, fingerprint, the segment builder `build::SegmentBuilder`, `MethodWriter`);
 //! - `part-NNNNN.docs`: their catalog records (`store::records::DocRecord`, batch 0 until
 //!   adopted) in a segment-format file of one table, so every byte has a crc32.
 //!
@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::build::SegmentBuilder;
 use crate::canonicalize::canonicalize_with;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fingerprint::{fingerprint, FingerprintOptions};
@@ -24,8 +25,7 @@ use crate::input::RawDoc;
 use crate::method::writer::{extras as method_extras, MethodWriter};
 use crate::method::MethodOptions;
 use crate::options::{CreateOptions, IndexOptions};
-use crate::pipeline::ingest::write_postings_tables;
-use crate::segment::{self, SegmentWriter};
+use crate::segment::SegmentWriter;
 use crate::sort::{ExternalSorter, KeyDoc, SortOptions};
 use crate::store::DocRecord;
 
@@ -225,7 +225,7 @@ pub struct PartWriter {
     /// the same part in another one; whichever finishes renames identical files into place.
     work: tempfile::TempDir,
     name: String,
-    seg: SegmentWriter,
+    seg: SegmentBuilder,
     recs: SegmentWriter,
     sorter: ExternalSorter<KeyDoc>,
     methods: MethodWriter,
@@ -254,8 +254,7 @@ impl PartWriter {
             .prefix(&format!(".{name}-"))
             .tempdir_in(&parts_dir)
             .at(&parts_dir)?;
-        let mut seg = SegmentWriter::create(work.path(), &format!("{name}.ndds"))?;
-        seg.begin_table(segment::FORWARD)?;
+        let seg = SegmentBuilder::create(work.path(), &format!("{name}.ndds"))?;
         let mut recs = SegmentWriter::create(work.path(), &format!("{name}.docs"))?;
         recs.begin_table(RECORDS_TABLE)?;
         let sorter = ExternalSorter::<KeyDoc>::new(SortOptions {
@@ -305,9 +304,7 @@ impl PartWriter {
         })?;
         let fp = fingerprint(&canon.text, &self.fp);
         let extras = method_extras(&canon.text, &fp, &self.fp, &self.methods_opts);
-        let mut fwd = Vec::with_capacity(fp.features.len() * 8);
-        segment::encode_u64s(&fp.features, &mut fwd);
-        self.seg.add(doc as u64, &fwd)?;
+        self.seg.forward(doc, &fp.features)?;
         for &f in &fp.features {
             self.sorter.push(KeyDoc { key: f, doc })?;
         }
@@ -339,10 +336,12 @@ impl PartWriter {
         let Some(doc_lo) = self.doc_lo else {
             return Ok(None); // the unfinished files go with the attempt's folder
         };
-        self.seg.end_table()?;
-        let keys = write_postings_tables(&mut self.seg, self.sorter.finish()?)?;
+        self.seg.postings_from_sorted(self.sorter.finish()?)?;
         self.methods.write_tables_standalone(&mut self.seg)?;
-        let seg = self.seg.finish()?;
+        let built = self.seg.finish()?;
+        let keys = built.keys;
+        // The attempt's folder owns the file until it is renamed into `parts/`.
+        let seg = built.keep();
         self.recs.end_table()?;
         let recs = self.recs.finish()?;
         for f in [&seg.file_name, &recs.file_name] {

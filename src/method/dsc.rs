@@ -19,6 +19,7 @@ use crate::view::View;
 
 use super::{missing_table, segment_of, table_postings, DscOptions, MethodPair};
 
+pub use crate::fingerprint::simhash::{decode_sim384, encode_sim384};
 pub use crate::segment::{MEGASHINGLES, SIM384, SUPERSHINGLES};
 
 /// The supershingles of a document from its full (unsampled) shingle set.
@@ -74,26 +75,6 @@ pub fn sim384(view: &View, doc: u32) -> Result<Option<[u64; 6]>> {
             Error::corrupt(seg.path(), 0, format!("SIM384 value of {} bytes", v.len()))
         }),
     }
-}
-
-pub fn encode_sim384(s: &[u64; 6]) -> [u8; 48] {
-    let mut b = [0u8; 48];
-    for (i, w) in s.iter().enumerate() {
-        b[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
-    }
-    b
-}
-
-pub fn decode_sim384(v: &[u8]) -> Option<[u64; 6]> {
-    if v.len() != 48 {
-        return None;
-    }
-    let mut s = [0u64; 6];
-    for (i, c) in v.chunks_exact(8).enumerate() {
-        // chunks_exact(8) gives 8-byte slices.
-        s[i] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-    }
-    Some(s)
 }
 
 /// C-similarity of two 384-bit simhashes: agreeing bits / 384.

@@ -157,11 +157,4 @@ pub fn query(view: &View, tables: &PermutedTables, fp: u64) -> Result<Vec<(u32, 
 
 /// The (permuted key, doc) entries of table `t` for a batch of (doc, simhash), sorted: what
 /// the ingest writes (one posting list per distinct key).
-pub fn table_entries(tables: &PermutedTables, t: usize, docs: &[(u32, u64)]) -> Vec<(u64, u32)> {
-    let mut v: Vec<(u64, u32)> = docs
-        .iter()
-        .map(|&(d, fp)| (tables.permute(t, fp), d))
-        .collect();
-    v.sort_unstable();
-    v
-}
+pub use crate::build::table_entries;

@@ -7,17 +7,15 @@
 //! 12 bytes per supershingle, 52 bytes of 384-bit simhash, and for I-Match the document's
 //! unique word hashes (8 bytes each) until the end of the batch.
 
+use crate::build::SegmentBuilder;
 use crate::error::{Error, Result};
 use crate::fingerprint::{
     self, hash, shingle, simhash, Fingerprint, FingerprintOptions, Sample, ShingleKind,
 };
-use crate::segment::{self, simhash_table, SegmentWriter};
 use crate::store::{Catalog, CatalogBatch};
 
 use super::boilerplate::Frequent;
-use super::{
-    dsc, imatch, simhash as msim, MethodOptions, SimhashFeatures, SimhashOptions, SimhashWeight,
-};
+use super::{dsc, imatch, MethodOptions, SimhashFeatures, SimhashOptions, SimhashWeight};
 
 /// What the methods need from one document, computed next to its fingerprint.
 #[derive(Clone, Debug, Default)]
@@ -130,8 +128,6 @@ pub struct MethodWriter {
     megas: Vec<(u64, u32)>,
     sim384: Vec<(u32, [u64; 6])>,
     terms: imatch::BatchTerms,
-    /// I-Match signatures computed already (delta documents), written instead of `terms`'.
-    stored_sigs: Option<Vec<(u64, u32)>>,
     /// Boilerplate filter: (doc, simhash features) waiting for the frozen frequent set.
     sim_features: Vec<(u32, Vec<u64>)>,
     /// The frequent set frozen by this batch (the first), to publish.
@@ -149,7 +145,6 @@ impl MethodWriter {
             megas: Vec::new(),
             sim384: Vec::new(),
             terms: imatch::BatchTerms::default(),
-            stored_sigs: None,
             sim_features: Vec::new(),
             frozen_frequent: None,
             deferred_done: false,
@@ -179,24 +174,6 @@ impl MethodWriter {
         }
         if self.opts.needs_terms() {
             self.terms.add(doc, x.terms);
-        }
-    }
-
-    /// Adds a delta document (`store::delta`): its method data was computed when it was added.
-    pub fn add_stored(&mut self, doc: u32, d: &crate::store::delta::DeltaDoc) {
-        if !d.has_words {
-            return;
-        }
-        if self.opts.simhash.is_some() {
-            self.simhashes.push((doc, d.simhash));
-        }
-        self.supers.extend(d.supers.iter().map(|&s| (s, doc)));
-        if let Some(s) = d.sim384 {
-            self.sim384.push((doc, s));
-        }
-        if self.opts.imatch.is_some() {
-            let sigs = self.stored_sigs.get_or_insert_with(Vec::new);
-            sigs.extend(d.imatch.iter().map(|&s| (s, doc)));
         }
     }
 
@@ -255,7 +232,7 @@ impl MethodWriter {
     }
 
     /// Writes the enabled methods' tables into the batch's segment.
-    pub fn write_tables(&mut self, w: &mut SegmentWriter, catalog: &Catalog) -> Result<()> {
+    pub fn write_tables(&mut self, w: &mut SegmentBuilder, catalog: &Catalog) -> Result<()> {
         self.write_tables_over(w, Some(catalog))
     }
 
@@ -263,13 +240,13 @@ impl MethodWriter {
     /// segment, `lifecycle::stage`): the same tables, for methods that need nothing from the
     /// catalog. I-Match, idf-weighted simhashes and the simhash boilerplate filter need the
     /// index's frozen lexicon or frequent set: an error.
-    pub fn write_tables_standalone(&mut self, w: &mut SegmentWriter) -> Result<()> {
+    pub fn write_tables_standalone(&mut self, w: &mut SegmentBuilder) -> Result<()> {
         self.write_tables_over(w, None)
     }
 
     fn write_tables_over(
         &mut self,
-        w: &mut SegmentWriter,
+        w: &mut SegmentBuilder,
         catalog: Option<&Catalog>,
     ) -> Result<()> {
         let catalog = || {
@@ -290,36 +267,22 @@ impl MethodWriter {
             self.deferred_simhashes(catalog()?)?;
         }
         if self.opts.simhash.is_some() {
-            let tables = self.opts.simhash_tables()?;
-            for t in 0..tables.tables() {
-                let entries = msim::table_entries(&tables, t, &self.simhashes);
-                write_postings(w, simhash_table(t as u32), &entries)?;
-            }
+            w.simhash_tables(&self.opts.simhash_tables()?, &self.simhashes)?;
         }
         if self.opts.dsc.is_some() {
             self.supers.sort_unstable();
-            write_postings(w, dsc::SUPERSHINGLES, &self.supers)?;
+            w.postings_table(dsc::SUPERSHINGLES, &self.supers)?;
         }
         if self.opts.dsc.is_some_and(|d| d.megashingles) {
             self.megas.sort_unstable();
-            write_postings(w, dsc::MEGASHINGLES, &self.megas)?;
+            w.postings_table(dsc::MEGASHINGLES, &self.megas)?;
         }
         if self.opts.sim384 {
-            w.begin_table(dsc::SIM384)?;
-            for (d, s) in &self.sim384 {
-                w.add(*d as u64, &dsc::encode_sim384(s))?;
-            }
-            w.end_table()?;
+            w.sim384_table(&self.sim384)?;
         }
         if let Some(im) = self.opts.imatch {
-            let sigs = match self.stored_sigs.take() {
-                Some(mut s) => {
-                    s.sort_unstable();
-                    s
-                }
-                None => self.terms.signatures(catalog()?, &im)?,
-            };
-            write_postings(w, imatch::IMATCH, &sigs)?;
+            let sigs = self.terms.signatures(catalog()?, &im)?;
+            w.postings_table(imatch::IMATCH, &sigs)?;
         }
         Ok(())
     }
@@ -334,26 +297,4 @@ impl MethodWriter {
         }
         Ok(())
     }
-}
-
-/// One table of posting lists from sorted (key, doc) entries.
-fn write_postings(w: &mut SegmentWriter, table: u32, entries: &[(u64, u32)]) -> Result<()> {
-    w.begin_table(table)?;
-    let mut buf = Vec::new();
-    let mut ids: Vec<u32> = Vec::new();
-    let mut i = 0;
-    while i < entries.len() {
-        let k = entries[i].0;
-        ids.clear();
-        while i < entries.len() && entries[i].0 == k {
-            if ids.last() != Some(&entries[i].1) {
-                ids.push(entries[i].1);
-            }
-            i += 1;
-        }
-        buf.clear();
-        segment::encode_postings(&ids, &mut buf);
-        w.add(k, &buf)?;
-    }
-    w.end_table()
 }

@@ -6,18 +6,25 @@
 //! Until that write nothing is visible: a crash before it leaves an unpublished segment file
 //! that the next writer removes, so a batch is all there or not at all. A key already indexed
 //! with the same canonical text is skipped ("unchanged"), so re-running an ingest is safe.
+//!
+//! [`Index::ingest`] runs the stages in order, each a function of its own: name the batch
+//! (`batch::name`), `Index::start_batch`, `Index::read_batch` (read, canonicalize,
+//! fingerprint, and file each document: checks, doc id, FORWARD entry, sort records),
+//! `NewSegment::write` (POSTINGS, FREQUENT, method tables), `Index::match_batch`,
+//! `Index::publish_batch` (clusters, the one catalog write) and `Index::report_batch`.
 
-use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::batch::publish;
+use crate::batch::intake::{Intake, Known, DUPLICATE_KEY};
+use crate::batch::report::Outcome;
+use crate::batch::{self, publish, Named};
+use crate::build::{BuiltSegment, SegmentBuilder};
 use crate::canonicalize::canonicalize_with;
-use crate::cluster;
 use crate::error::{Error, Result};
 use crate::fingerprint::{fingerprint, Fingerprint, FingerprintOptions};
 use crate::index::Index;
@@ -25,11 +32,11 @@ use crate::input::{read_source, InputItem, InputOptions, Source};
 use crate::method::writer::{extras as method_extras, DocExtras, MethodWriter};
 use crate::method::MethodOptions;
 use crate::pipeline::pairs::{for_each_pair, Matching, PairsConfig};
+use crate::pipeline::plan::Pair;
 use crate::pipeline::spool::ReportSpool;
-use crate::segment::{self, SegmentWriter};
 use crate::sort::{ExternalSorter, KeyDoc, SortOptions};
-use crate::store::{DocRecord, Manifest, SegmentEntry};
-use crate::view::{FREQUENT_DF, FREQUENT_TABLE};
+use crate::store::{DocRecord, Manifest};
+use crate::view::View;
 
 /// Options of one ingest run.
 #[derive(Clone, Debug)]
@@ -173,6 +180,94 @@ fn prepare(item: InputItem, fp_opts: &FingerprintOptions, m_opts: &MethodOptions
 const CHUNK_DOCS: usize = 256;
 const CHUNK_BYTES: u64 = 32 << 20;
 
+/// Reads `source` on a thread of its own and canonicalizes and fingerprints its documents in
+/// chunks on all cores on another, so the next chunk is prepared while the caller files the
+/// previous one. The caller drains the receiver, then joins the threads.
+fn prepare_stream(
+    source: Source,
+    input: InputOptions,
+    fp_opts: FingerprintOptions,
+    m_opts: MethodOptions,
+) -> (Receiver<Vec<Prepared>>, [JoinHandle<()>; 2]) {
+    let (tx, rx) = sync_channel::<Vec<InputItem>>(2);
+    let reader = std::thread::spawn(move || {
+        let mut chunk = Vec::with_capacity(CHUNK_DOCS);
+        let mut bytes = 0u64;
+        for item in read_source(source, input) {
+            if let InputItem::Doc(d) = &item {
+                bytes += d.bytes.len() as u64;
+            }
+            chunk.push(item);
+            if chunk.len() >= CHUNK_DOCS || bytes >= CHUNK_BYTES {
+                if tx.send(std::mem::take(&mut chunk)).is_err() {
+                    return;
+                }
+                bytes = 0;
+            }
+        }
+        if !chunk.is_empty() {
+            let _ = tx.send(chunk);
+        }
+    });
+    let (ptx, prx) = sync_channel::<Vec<Prepared>>(2);
+    let preparer = std::thread::spawn(move || {
+        for chunk in rx {
+            let prepared: Vec<Prepared> = chunk
+                .into_par_iter()
+                .map(|item| prepare(item, &fp_opts, &m_opts))
+                .collect();
+            if ptx.send(prepared).is_err() {
+                return;
+            }
+        }
+    });
+    (prx, [reader, preparer])
+}
+
+/// The batch's new segment while its documents arrive: FORWARD entries streamed into the
+/// segment builder, `(feature, doc)` records into the external sort, method data collected.
+struct NewSegment {
+    builder: SegmentBuilder,
+    sorter: ExternalSorter<KeyDoc>,
+    methods: MethodWriter,
+}
+
+impl NewSegment {
+    /// Adds new document `doc` (ids ascend).
+    fn add(&mut self, doc: u32, fp: &Fingerprint, extras: DocExtras) -> Result<()> {
+        self.builder.forward(doc, &fp.features)?;
+        for &f in &fp.features {
+            self.sorter.push(KeyDoc { key: f, doc })?;
+        }
+        self.methods.add(doc, fp, extras);
+        Ok(())
+    }
+
+    /// The "write segment" stage: POSTINGS and FREQUENT from the sorted records, straight
+    /// into the segment, then the method tables. The segment stays unpublished (removed
+    /// when dropped) until the catalog names it; the methods' catalog part is staged later.
+    fn write(mut self, catalog: &crate::store::Catalog) -> Result<(BuiltSegment, MethodWriter)> {
+        self.builder.postings_from_sorted(self.sorter.finish()?)?;
+        self.methods.write_tables(&mut self.builder, catalog)?;
+        Ok((self.builder.finish()?, self.methods))
+    }
+}
+
+/// A batch being ingested: what one stage hands the next.
+struct Batch {
+    name: String,
+    id: u32,
+    s: IngestSummary,
+    manifest: Manifest,
+    seg_id: u64,
+    doc_lo: u32,
+    next_doc: u32,
+    /// Reports wait for the publish (cluster ids) in a spool file under DIR/tmp.
+    reports: ReportSpool,
+    intake: Intake,
+    new_docs: Vec<DocRecord>,
+}
+
 impl Index {
     /// Ingests one batch from `inputs`. `report` receives one line per input document after
     /// the batch is published; `progress` is called while it runs.
@@ -184,265 +279,224 @@ impl Index {
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<IngestSummary> {
         self.require_writer()?;
-        let source: Source = inputs.into();
         let started = Instant::now();
+        let (name, id) = match batch::name(&self.catalog, opts.batch.as_deref(), "batch")? {
+            Named::New { name, id } => (name, id),
+            Named::Done { name, id } => {
+                return Ok(IngestSummary {
+                    batch: name,
+                    batch_id: id,
+                    already_ingested: true,
+                    ..Default::default()
+                })
+            }
+        };
+        let (mut b, seg) = self.start_batch(name, id, opts)?;
+        let seg = self.read_batch(&mut b, seg, inputs.into(), opts, progress)?;
+
+        progress(Progress::Stage("sorting postings"));
+        let mut lap = Instant::now();
+        b.s.stage_seconds.read = started.elapsed().as_secs_f64();
+        let (built, methods) = seg.write(&self.catalog)?;
+        b.s.segment_bytes = built.meta.bytes;
+
+        progress(Progress::Stage("matching"));
+        b.s.stage_seconds.postings = lap.elapsed().as_secs_f64();
+        lap = Instant::now();
+        let (view, pairs) = self.match_batch(&mut b, &built, opts)?;
+
+        progress(Progress::Stage("publishing"));
+        b.s.stage_seconds.matching = lap.elapsed().as_secs_f64();
+        lap = Instant::now();
+        let clusters = self.publish_batch(&mut b, view, built, methods, &pairs)?;
+        b.s.stage_seconds.publish = lap.elapsed().as_secs_f64();
+
+        self.report_batch(b, &pairs, &clusters, started, report)
+    }
+
+    /// The "start" stage: the batch's state, its segment (FORWARD open; removed unless
+    /// published), the external sort of its postings and the spool of its reports.
+    fn start_batch(
+        &self,
+        name: String,
+        id: u32,
+        opts: &IngestOptions,
+    ) -> Result<(Batch, NewSegment)> {
         let catalog = &self.catalog;
-        let existing_batches = catalog.batches::<BatchRecord>()?;
-        let batch_id = existing_batches.last().map(|(id, _)| id + 1).unwrap_or(1);
-        let name = opts
-            .batch
-            .clone()
-            .unwrap_or_else(|| format!("batch-{batch_id:06}"));
-        if let Some(id) = catalog.batch_by_name(&name)? {
-            return Ok(IngestSummary {
-                batch: name,
-                batch_id: id,
-                already_ingested: true,
-                ..Default::default()
-            });
-        }
-        let fp_opts = self.options().fingerprint()?;
         let manifest = catalog.manifest()?;
         let doc_lo = catalog.next_doc()?;
         let seg_id = manifest.next_segment_id();
-        let seg_file = Manifest::file_name(seg_id);
-        let seg_dir = self.dir().join(crate::index::SEGMENTS_DIR);
-        let mut writer = SegmentWriter::create(&seg_dir, &seg_file)?;
         // Until the catalog names the segment, any early return removes its file(s) (the next
         // writer's orphan sweep would too; this keeps a failed run from leaving litter).
-        let mut unpublished = Unpublished(vec![
-            seg_dir.join(format!("{seg_file}.tmp")),
-            seg_dir.join(&seg_file),
-        ]);
-        writer.begin_table(segment::FORWARD)?;
-        let mut sorter = ExternalSorter::<KeyDoc>::new(SortOptions {
+        let builder = SegmentBuilder::create(
+            self.dir().join(crate::index::SEGMENTS_DIR),
+            &Manifest::file_name(seg_id),
+        )?;
+        let sorter = ExternalSorter::<KeyDoc>::new(SortOptions {
             mem_bytes: opts.mem_bytes,
             tmp_dir: self.tmp_dir(),
             ..SortOptions::default()
         })?;
-
-        // Read on a thread of its own; canonicalize and fingerprint chunks on all cores.
-        let (tx, rx) = sync_channel::<Vec<InputItem>>(2);
-        let input_opts = opts.input.clone();
-        let reader = std::thread::spawn(move || {
-            let mut chunk = Vec::with_capacity(CHUNK_DOCS);
-            let mut bytes = 0u64;
-            for item in read_source(source, input_opts) {
-                if let InputItem::Doc(d) = &item {
-                    bytes += d.bytes.len() as u64;
-                }
-                chunk.push(item);
-                if chunk.len() >= CHUNK_DOCS || bytes >= CHUNK_BYTES {
-                    if tx.send(std::mem::take(&mut chunk)).is_err() {
-                        return;
-                    }
-                    bytes = 0;
-                }
-            }
-            if !chunk.is_empty() {
-                let _ = tx.send(chunk);
-            }
-        });
-
-        let mut s = IngestSummary {
-            batch: name.clone(),
-            batch_id,
-            ..Default::default()
+        let seg = NewSegment {
+            builder,
+            sorter,
+            methods: MethodWriter::new(&self.options().methods),
         };
-        let mut next_doc = doc_lo;
-        // Reports wait for the publish (cluster ids) in a spool file under DIR/tmp;
-        // `exact_of` holds doc ids until then.
-        let mut reports = ReportSpool::new(&self.tmp_dir())?;
-        let mut exact_of: HashMap<u32, u32> = HashMap::new();
-        let mut new_docs: Vec<DocRecord> = Vec::new();
-        let mut batch_keys: HashSet<String> = HashSet::new();
-        let mut batch_digests: HashMap<[u8; 16], u32> = HashMap::new();
-        let mut replaced_docs: Vec<(u32, DocRecord)> = Vec::new();
-        let tombstones = self.view.tombstones.clone();
-        let mut failure: Option<Error> = None;
+        let b = Batch {
+            s: IngestSummary {
+                batch: name.clone(),
+                batch_id: id,
+                ..Default::default()
+            },
+            name,
+            id,
+            manifest,
+            seg_id,
+            doc_lo,
+            next_doc: doc_lo,
+            reports: ReportSpool::new(&self.tmp_dir())?,
+            intake: Intake::new(self.view.tombstones.clone()),
+            new_docs: Vec::new(),
+        };
+        Ok((b, seg))
+    }
 
-        // Canonicalize and fingerprint on a stage of its own, so that the next chunk is
-        // prepared on both cores while this thread files the previous one.
-        let (ptx, prx) = sync_channel::<Vec<Prepared>>(2);
-        let stage_opts = fp_opts;
+    /// The "read" stage: reads, canonicalizes and fingerprints the input
+    /// (`prepare_stream`) and files each document in input order (`Index::file_doc`).
+    /// With `strict`, the first bad document fails the batch (its segment is removed).
+    fn read_batch(
+        &self,
+        b: &mut Batch,
+        mut seg: NewSegment,
+        source: Source,
+        opts: &IngestOptions,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<NewSegment> {
+        let fp_opts = self.options().fingerprint()?;
         let m_opts = self.options().methods.clone();
-        let mut methods = MethodWriter::new(&m_opts);
-        let preparer = std::thread::spawn(move || {
-            for chunk in rx {
-                let prepared: Vec<Prepared> = chunk
-                    .into_par_iter()
-                    .map(|item| prepare(item, &stage_opts, &m_opts))
-                    .collect();
-                if ptx.send(prepared).is_err() {
-                    return;
-                }
-            }
-        });
-
-        for prepared in prx {
+        let (prepared, threads) = prepare_stream(source, opts.input.clone(), fp_opts, m_opts);
+        let mut failure: Option<Error> = None;
+        for chunk in prepared {
             if failure.is_some() {
                 continue; // drain the stages so they can finish
             }
-            for p in prepared {
-                s.documents_read += 1;
-                let (key, url, origin, bytes, fp, extras) = match p {
-                    Prepared::Bad {
-                        key,
-                        origin,
-                        reason,
-                    } => {
-                        s.errors += 1;
-                        if opts.strict {
-                            failure = Some(Error::Document {
-                                key,
-                                reason: format!("{reason} ({origin})"),
-                            });
-                            break;
-                        }
-                        reports.push(&bad_report(key, origin, reason))?;
-                        continue;
-                    }
-                    Prepared::Doc {
-                        key,
-                        url,
-                        origin,
-                        bytes,
-                        fp,
-                        extras,
-                    } => (key, url, origin, bytes, fp, extras),
-                };
-                s.input_bytes += bytes;
-                if !batch_keys.insert(key.clone()) {
-                    s.errors += 1;
-                    let reason = "duplicate key within the batch (the first occurrence was kept)"
-                        .to_string();
-                    if opts.strict {
-                        failure = Some(Error::Document { key, reason });
-                        break;
-                    }
-                    reports.push(&bad_report(key, origin, reason))?;
-                    continue;
+            for p in chunk {
+                b.s.documents_read += 1;
+                failure = self.file_doc(b, &mut seg, p, opts.strict)?;
+                if failure.is_some() {
+                    break;
                 }
-                let mut status = DocStatus::New;
-                if let Some(old) = catalog.doc_by_key(&key)? {
-                    if let Some(rec) = catalog.doc(old)? {
-                        if rec.digest == fp.digest && !tombstones.contains(old) {
-                            s.unchanged += 1;
-                            reports.push(&DocReport {
-                                key,
-                                status: DocStatus::Unchanged,
-                                doc: Some(old),
-                                error: None,
-                                origin: None,
-                                exact_duplicate_of: None,
-                                near_duplicate: None,
-                                cluster: None,
-                            })?;
-                            continue;
-                        }
-                        status = DocStatus::Replaced;
-                        s.replaced += 1;
-                        replaced_docs.push((old, rec));
-                    }
-                }
-                let doc = next_doc;
-                next_doc = next_doc
-                    .checked_add(1)
-                    .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
-                let mut fwd = Vec::with_capacity(fp.features.len() * 8);
-                segment::encode_u64s(&fp.features, &mut fwd);
-                writer.add(doc as u64, &fwd)?;
-                for &f in &fp.features {
-                    sorter.push(KeyDoc { key: f, doc })?;
-                }
-                s.features += fp.features.len() as u64;
-                methods.add(doc, &fp, extras);
-                let exact = match batch_digests.get(&fp.digest) {
-                    Some(&d) => Some(d),
-                    None => {
-                        batch_digests.insert(fp.digest, doc);
-                        catalog
-                            .doc_by_digest(&fp.digest)?
-                            .filter(|d| !tombstones.contains(*d))
-                    }
-                };
-                if let Some(e) = exact {
-                    s.exact_duplicates += 1;
-                    exact_of.insert(doc, e);
-                }
-                reports.push(&DocReport {
-                    key: key.clone(),
-                    status,
-                    doc: Some(doc),
-                    error: None,
-                    origin: None,
-                    exact_duplicate_of: None, // filled from `exact_of` after the publish
-                    near_duplicate: None,
-                    cluster: None,
-                })?;
-                new_docs.push(DocRecord {
-                    key,
-                    batch: batch_id,
-                    words: fp.words,
-                    shingles: fp.shingles,
-                    features: fp.features.len() as u32,
-                    simhash: fp.simhash,
-                    digest: fp.digest,
-                    bytes,
-                    url,
-                });
             }
             progress(Progress::Read {
-                docs: s.documents_read,
-                bytes: s.input_bytes,
+                docs: b.s.documents_read,
+                bytes: b.s.input_bytes,
             });
         }
-        let _ = reader.join();
-        let _ = preparer.join();
-        if let Some(e) = failure {
-            return Err(e); // the unfinished segment is dropped: only a .tmp remains, removed on open
+        for t in threads {
+            let _ = t.join();
         }
-        let doc_hi = next_doc;
-        writer.end_table()?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(seg),
+        }
+    }
 
-        // Postings from the sorted (key, doc) stream, straight into the segment.
-        progress(Progress::Stage("sorting postings"));
-        let mut lap = Instant::now();
-        s.stage_seconds.read = started.elapsed().as_secs_f64();
-        let keys = write_postings_tables(&mut writer, sorter.finish()?)?;
-        methods.write_tables(&mut writer, catalog)?;
-        let seg_meta = writer.finish()?;
-        s.segment_bytes = seg_meta.bytes;
-
-        // Match the new documents against everything, the new segment included.
-        progress(Progress::Stage("matching"));
-        s.stage_seconds.postings = lap.elapsed().as_secs_f64();
-        lap = Instant::now();
-        let added = doc_hi - doc_lo;
-        let entry = SegmentEntry {
-            id: seg_id,
-            file: seg_file.clone(),
-            doc_lo,
-            doc_hi,
-            bytes: seg_meta.bytes,
-            keys,
-            postings: s.features,
+    /// Files one prepared document: rejected, unchanged, or new (replacing an older version
+    /// of its key or not): the next doc id, its FORWARD entry, sort records and method data,
+    /// its catalog record and its report. `Some` error: a rejection that fails a `strict`
+    /// batch (once the input is drained).
+    fn file_doc(
+        &self,
+        b: &mut Batch,
+        seg: &mut NewSegment,
+        p: Prepared,
+        strict: bool,
+    ) -> Result<Option<Error>> {
+        let catalog = &self.catalog;
+        let (key, url, origin, bytes, fp, extras) = match p {
+            Prepared::Bad {
+                key,
+                origin,
+                reason,
+            } => return reject(b, strict, key, origin, reason),
+            Prepared::Doc {
+                key,
+                url,
+                origin,
+                bytes,
+                fp,
+                extras,
+            } => (key, url, origin, bytes, fp, extras),
         };
-        let mut extra_tombs = roaring::RoaringBitmap::new();
-        for (old, _) in &replaced_docs {
-            extra_tombs.insert(*old);
+        b.s.input_bytes += bytes;
+        if !b.intake.first_of_key(&key) {
+            if strict {
+                b.s.errors += 1; // the error names the key, not the origin
+                let reason = DUPLICATE_KEY.to_string();
+                return Ok(Some(Error::Document { key, reason }));
+            }
+            return reject(b, strict, key, origin, DUPLICATE_KEY.to_string());
         }
-        let sizes: Vec<u32> = new_docs.iter().map(|r| r.features).collect();
+        let status = match b.intake.known(catalog, &key, &fp.digest)? {
+            Known::Unchanged(old) => {
+                b.s.unchanged += 1;
+                b.reports
+                    .push(&DocReport::of(key, DocStatus::Unchanged, old))?;
+                return Ok(None);
+            }
+            Known::Replaced => {
+                b.s.replaced += 1;
+                DocStatus::Replaced
+            }
+            Known::New => DocStatus::New,
+        };
+        let doc = b.next_doc;
+        b.next_doc = doc
+            .checked_add(1)
+            .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
+        seg.add(doc, &fp, extras)?;
+        b.s.features += fp.features.len() as u64;
+        if b.intake.exact(catalog, doc, &fp.digest)? {
+            b.s.exact_duplicates += 1;
+        }
+        // `exact_duplicate_of` and the rest are filled in after the publish.
+        b.reports.push(&DocReport::of(key.clone(), status, doc))?;
+        b.new_docs.push(DocRecord {
+            key,
+            batch: b.id,
+            words: fp.words,
+            shingles: fp.shingles,
+            features: fp.features.len() as u32,
+            simhash: fp.simhash,
+            digest: fp.digest,
+            bytes,
+            url,
+        });
+        Ok(None)
+    }
+
+    /// The "match" stage: the new documents against everything, the new segment included
+    /// (the view it returns has it, and the replaced documents tombstoned). Returns that view
+    /// and the pairs at the cluster threshold, sorted.
+    fn match_batch(
+        &self,
+        b: &mut Batch,
+        built: &BuiltSegment,
+        opts: &IngestOptions,
+    ) -> Result<(View, Vec<Pair>)> {
+        let (doc_lo, doc_hi) = (b.doc_lo, b.next_doc);
+        let entry = built.entry(b.seg_id, doc_lo, doc_hi);
+        let sizes: Vec<u32> = b.new_docs.iter().map(|r| r.features).collect();
         let view = self.view.with_new_segment(
-            &self.segment_path(&seg_file),
-            entry.clone(),
+            &self.segment_path(&entry.file),
+            entry,
             &sizes,
-            &extra_tombs,
+            &b.intake.replaced_tombstones(),
         )?;
-        let threshold = self.options().cluster_threshold()?;
+        let fp_opts = self.options().fingerprint()?;
         let cfg = PairsConfig {
             max_df: self.options().max_df,
-            ..PairsConfig::new(fp_opts.sample, threshold)
+            ..PairsConfig::new(fp_opts.sample, self.options().cluster_threshold()?)
         };
         let sort = SortOptions::new(opts.mem_bytes, self.tmp_dir());
         let mut pairs = Vec::new();
@@ -459,44 +513,64 @@ impl Index {
             },
         )?;
         pairs.sort_unstable_by_key(|p| (p.a, p.b));
+        let s = &mut b.s;
         s.near_duplicate_pairs = pairs.len() as u64;
         s.postings_visited = mstats.postings_visited;
         s.max_df_keys_cut = mstats.max_df_keys_cut;
         s.max_df_probes_cut = mstats.max_df_probes_cut;
         s.max_df_postings_skipped = mstats.max_df_postings_skipped;
+        Ok((view, pairs))
+    }
 
-        // Stage the publish.
-        progress(Progress::Stage("publishing"));
-        s.stage_seconds.matching = lap.elapsed().as_secs_f64();
-        lap = Instant::now();
+    /// The "publish" stage: clusters (a replaced document leaves its old cluster, then the
+    /// new edges are folded in), documents, manifest, batch record and the methods' catalog
+    /// data in ONE synced catalog write; then the segment belongs to the manifest (an empty
+    /// batch's is removed) and the writer's view is reloaded. Returns the changed clusters.
+    fn publish_batch(
+        &mut self,
+        b: &mut Batch,
+        view: View,
+        built: BuiltSegment,
+        methods: MethodWriter,
+        pairs: &[Pair],
+    ) -> Result<std::collections::HashMap<u32, u32>> {
+        let catalog = &self.catalog;
+        let (doc_lo, doc_hi) = (b.doc_lo, b.next_doc);
+        let added = doc_hi - doc_lo;
         let mut wb = catalog.batch_writer();
-        let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
-        // A replaced document leaves its old cluster (recomputed as `delete` does) before the
-        // new documents' edges are folded in.
-        let replaced_ids: Vec<u32> = replaced_docs.iter().map(|(d, _)| *d).collect();
-        let overlay = crate::lifecycle::delete::recluster_replaced(
+        let clusters = publish::stage_clusters(
             catalog,
-            &view,
-            fp_opts.sample,
-            threshold,
             &mut wb,
-            &replaced_ids,
+            &view,
+            self.options().fingerprint()?.sample,
+            self.options().cluster_threshold()?,
+            &b.intake.replaced_ids(),
+            pairs,
+            doc_lo,
         )?;
-        let clusters = cluster::apply_edges_over(catalog, &overlay, &mut wb, &edges, doc_lo)?;
-        let best = publish::best_partners(&pairs, doc_lo);
-        let docs = new_docs
+        let docs = b
+            .new_docs
             .iter()
             .enumerate()
             .map(|(i, r)| (doc_lo + i as u32, r));
-        publish::stage_docs(catalog, &mut wb, docs, &batch_digests, &replaced_docs)?;
-        let mut manifest = manifest;
+        publish::stage_docs(
+            catalog,
+            &mut wb,
+            docs,
+            &b.intake.digests,
+            &b.intake.replaced,
+        )?;
+        let s = &mut b.s;
+        let mut manifest = std::mem::take(&mut b.manifest);
         if added > 0 {
-            manifest.segments.push(entry);
-            s.segment = Some(seg_file.clone());
+            manifest
+                .segments
+                .push(built.entry(b.seg_id, doc_lo, doc_hi));
+            s.segment = Some(built.meta.file_name.clone());
         }
         s.added = added as u64 - s.replaced;
         let record = BatchRecord::now(
-            &name,
+            &b.name,
             doc_lo,
             doc_hi,
             s.added,
@@ -505,33 +579,33 @@ impl Index {
             s.errors,
             s.segment.clone(),
         );
-        publish::stage_batch(&mut wb, manifest, batch_id, &record);
+        publish::stage_batch(&mut wb, manifest, b.id, &record);
         methods.stage(catalog, &mut wb)?;
-        drop(view); // an empty batch's segment file goes with `unpublished`
+        drop(view); // an empty batch's segment file goes with `built`
         catalog.commit(wb)?;
         if added > 0 {
-            unpublished.0.clear(); // published: the file belongs to the manifest now
+            built.keep(); // published: the file belongs to the manifest now
         }
         self.reload_view()?;
-        s.stage_seconds.publish = lap.elapsed().as_secs_f64();
+        Ok(clusters)
+    }
 
-        // Reports, now that cluster ids and keys are final.
-        let key_of = |d: u32| -> Result<String> {
-            if d >= doc_lo {
-                Ok(new_docs[(d - doc_lo) as usize].key.clone())
-            } else {
-                Ok(self.catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
-            }
-        };
-        let outcome = crate::batch::report::Outcome {
-            exact_of: &exact_of,
-            best: &best,
-            clusters: &clusters,
-        };
-        reports.drain(|mut r| {
-            outcome.finish(&mut r, &key_of)?;
+    /// The "report" stage: each input document's report, now that cluster ids and keys are
+    /// final, in input order; then the summary's totals.
+    fn report_batch(
+        &self,
+        b: Batch,
+        pairs: &[Pair],
+        clusters: &std::collections::HashMap<u32, u32>,
+        started: Instant,
+        report: &mut dyn FnMut(&DocReport) -> Result<()>,
+    ) -> Result<IngestSummary> {
+        let outcome = Outcome::new(&self.catalog, b.doc_lo, pairs, &b.intake.exact_of, clusters);
+        b.reports.drain(|mut r| {
+            outcome.finish(&mut r, |i| b.new_docs[i].key.clone())?;
             report(&r)
         })?;
+        let mut s = b.s;
         let secs = started.elapsed().as_secs_f64();
         s.seconds = secs;
         s.docs_per_second = s.documents_read as f64 / secs.max(1e-9);
@@ -540,76 +614,22 @@ impl Index {
     }
 }
 
-/// The POSTINGS table from the sorted `(feature, doc)` stream, then the FREQUENT table (the
-/// features in more than `FREQUENT_DF` of its documents, with their df), into `writer` after
-/// its FORWARD table: the tables every batch segment has. Returns the number of posting keys.
-/// Ingest and the staged segments of `lifecycle::stage` share it, so their segments agree
-/// byte for byte.
-pub(crate) fn write_postings_tables(
-    writer: &mut SegmentWriter,
-    sorted: impl IntoIterator<Item = Result<KeyDoc>>,
-) -> Result<u64> {
-    let mut frequent: Vec<(u64, u32)> = Vec::new();
-    let mut keys = 0u64;
-    writer.begin_table(segment::POSTINGS)?;
-    {
-        let mut ids: Vec<u32> = Vec::new();
-        let mut cur: Option<u64> = None;
-        let mut buf = Vec::new();
-        let mut flush = |key: u64, ids: &mut Vec<u32>, writer: &mut SegmentWriter| -> Result<()> {
-            buf.clear();
-            segment::encode_postings(ids, &mut buf);
-            writer.add(key, &buf)?;
-            if ids.len() as u32 > FREQUENT_DF {
-                frequent.push((key, ids.len() as u32));
-            }
-            keys += 1;
-            ids.clear();
-            Ok(())
-        };
-        for rec in sorted {
-            let rec = rec?;
-            if cur != Some(rec.key) {
-                if let Some(k) = cur {
-                    flush(k, &mut ids, writer)?;
-                }
-                cur = Some(rec.key);
-            }
-            ids.push(rec.doc);
-        }
-        if let Some(k) = cur {
-            flush(k, &mut ids, writer)?;
-        }
+/// A rejected document: reported (the rest of the batch goes on), or with `strict` the error
+/// that fails the batch.
+fn reject(
+    b: &mut Batch,
+    strict: bool,
+    key: String,
+    origin: String,
+    reason: String,
+) -> Result<Option<Error>> {
+    b.s.errors += 1;
+    if strict {
+        return Ok(Some(Error::Document {
+            key,
+            reason: format!("{reason} ({origin})"),
+        }));
     }
-    writer.end_table()?;
-    writer.begin_table(FREQUENT_TABLE)?;
-    for (k, df) in &frequent {
-        writer.add(*k, &df.to_le_bytes())?;
-    }
-    writer.end_table()?;
-    Ok(keys)
-}
-
-/// Files of a segment that is not (yet) published; removed when dropped.
-struct Unpublished(Vec<PathBuf>);
-
-impl Drop for Unpublished {
-    fn drop(&mut self) {
-        for p in &self.0 {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
-fn bad_report(key: String, origin: String, reason: String) -> DocReport {
-    DocReport {
-        key,
-        status: DocStatus::Error,
-        doc: None,
-        error: Some(reason),
-        origin: Some(origin),
-        exact_duplicate_of: None,
-        near_duplicate: None,
-        cluster: None,
-    }
+    b.reports.push(&DocReport::rejected(key, origin, reason))?;
+    Ok(None)
 }

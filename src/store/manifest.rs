@@ -6,6 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The folder of an index directory the manifest's segment files are in.
+pub const SEGMENTS_DIR: &str = "segments";
+
 /// Version of the manifest encoding.
 pub const MANIFEST_VERSION: u32 = 1;
 

@@ -21,6 +21,7 @@ mod crash_kill_ops;
 mod extract_main;
 mod eval_plot;
 mod ingest_bad_input;
+mod layers;
 mod lifecycle_add;
 mod lifecycle_concurrent;
 mod lifecycle_delete_compact;

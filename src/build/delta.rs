@@ -1,0 +1,120 @@
+//! The delta (online adds, `store::delta`) as a segment: the fold publishes it
+//! (`lifecycle::fold`), an add matches its documents in it, and a read snapshot maps it as
+//! one more segment (`View`), so every query path reads delta documents exactly as it will
+//! read them once folded.
+//!
+//! A delta document carries everything its segment stores, computed when it was added
+//! (`store::delta::DeltaDoc`): features, the SIMHASH tables' value, supershingles, 384-bit
+//! simhash and I-Match signatures. So this needs neither the catalog nor the methods' code:
+//! it writes the same tables, in the same order, as ingest (`method::writer::MethodWriter`)
+//! for the enabled methods.
+//!
+//! Memory: the documents' `(feature, doc)` pairs, sorted in memory -- the delta is small by
+//! construction (`add --fold-docs`).
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::options::methods::MethodOptions;
+use crate::segment::{self, Segment};
+use crate::sort::KeyDoc;
+use crate::store::delta::DeltaDoc;
+use crate::store::SegmentEntry;
+
+use super::{BuiltSegment, SegmentBuilder};
+
+/// Writes `docs` (sorted by id, unique) with `b` and finishes it: FORWARD, POSTINGS,
+/// FREQUENT and the tables of the methods `methods` enables. The manifest entry is
+/// `built.entry(id, ..)` with [`doc_range`].
+pub fn write(
+    mut b: SegmentBuilder,
+    docs: &[(u32, DeltaDoc)],
+    methods: &MethodOptions,
+) -> Result<BuiltSegment> {
+    let mut pairs: Vec<(u64, u32)> = Vec::new();
+    for (doc, d) in docs {
+        b.forward(*doc, &d.features)?;
+        pairs.extend(d.features.iter().map(|&f| (f, *doc)));
+    }
+    pairs.sort_unstable();
+    b.postings_from_sorted(pairs.into_iter().map(|(key, doc)| Ok(KeyDoc { key, doc })))?;
+    // The method tables, in MethodWriter's order; documents without words are in none.
+    let with_words = || docs.iter().filter(|(_, d)| d.has_words);
+    if methods.simhash.is_some() {
+        let hashes: Vec<(u32, u64)> = with_words().map(|(doc, d)| (*doc, d.simhash)).collect();
+        b.simhash_tables(&methods.simhash_tables()?, &hashes)?;
+    }
+    if methods.dsc.is_some() {
+        let supers = keyed(docs, |d| &d.supers);
+        b.postings_table(segment::SUPERSHINGLES, &supers)?;
+    }
+    if methods.dsc.is_some_and(|d| d.megashingles) {
+        // Delta documents keep no megashingles: the table is written empty, as before.
+        b.postings_table(segment::MEGASHINGLES, &[])?;
+    }
+    if methods.sim384 {
+        let sims: Vec<(u32, [u64; 6])> = with_words()
+            .filter_map(|(doc, d)| d.sim384.map(|s| (*doc, s)))
+            .collect();
+        b.sim384_table(&sims)?;
+    }
+    if methods.imatch.is_some() {
+        b.postings_table(segment::IMATCH, &keyed(docs, |d| &d.imatch))?;
+    }
+    b.finish()
+}
+
+/// `(key, doc)` of the keys `keys_of` gives each document with words, sorted.
+fn keyed(docs: &[(u32, DeltaDoc)], keys_of: impl Fn(&DeltaDoc) -> &[u64]) -> Vec<(u64, u32)> {
+    let mut v: Vec<(u64, u32)> = docs
+        .iter()
+        .filter(|(_, d)| d.has_words)
+        .flat_map(|(doc, d)| keys_of(d).iter().map(move |&k| (k, *doc)))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// `[doc_lo, doc_hi)` of a delta segment holding `docs` (sorted by id): its ids need not be
+/// contiguous (ingest batches may come between adds).
+pub fn doc_range(docs: &[(u32, DeltaDoc)]) -> (u32, u32) {
+    (
+        docs.first().map_or(0, |d| d.0),
+        docs.last().map_or(0, |d| d.0 + 1),
+    )
+}
+
+/// `docs` as a private segment mapped from a temporary folder that is removed at once (the
+/// mapping stays valid), with its manifest entry (id `id`). None for no documents.
+pub fn map(
+    docs: &[(u32, DeltaDoc)],
+    methods: &MethodOptions,
+    id: u64,
+) -> Result<Option<(SegmentEntry, Segment)>> {
+    if docs.is_empty() {
+        return Ok(None);
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("ndd-delta-")
+        .tempdir()
+        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+    let mut entry = write_temp(tmp.path(), "delta.ndds", docs, methods)?;
+    entry.id = id;
+    let seg = Segment::open(tmp.path().join("delta.ndds"))?;
+    Ok(Some((entry, seg)))
+}
+
+/// Writes `docs` as the private temporary segment `<dir>/<name>` (the folder is the
+/// caller's, and so is the file) and returns its manifest entry, with id 0.
+pub fn write_temp(
+    dir: &Path,
+    name: &str,
+    docs: &[(u32, DeltaDoc)],
+    methods: &MethodOptions,
+) -> Result<SegmentEntry> {
+    let built = write(SegmentBuilder::temporary(dir, name)?, docs, methods)?;
+    let (lo, hi) = doc_range(docs);
+    let entry = built.entry(0, lo, hi);
+    built.keep();
+    Ok(entry)
+}
