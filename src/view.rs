@@ -59,8 +59,9 @@ impl LiveSegment {
 }
 
 /// Most pieces the delta is kept in by [`View::after_add`] before they are rebuilt as one
-/// segment: each piece is one more segment every query probes.
-pub const MAX_DELTA_PIECES: usize = 4;
+/// segment: each piece is one more segment every query probes. The binary-counter merge keeps
+/// about log2(adds) pieces, so this bound is reached only past ~500 adds without a fold.
+pub const MAX_DELTA_PIECES: usize = 9;
 
 /// A read snapshot of the index.
 pub struct View {
@@ -177,67 +178,76 @@ impl View {
         })
     }
 
-    /// The view after an online add published documents `new` (doc id, feature count): the
-    /// same segments plus the add's own small segment (`piece`: the segment the add matched
-    /// its documents in, holding exactly them) as one more piece of the delta, the new
-    /// documents' sizes set and the tombstones read again. Once the delta is in
-    /// [`MAX_DELTA_PIECES`] pieces they are replaced by one segment rebuilt from the catalog.
-    /// Either way it costs the delta's size at most, where [`View::load`] reads every document
-    /// record of the index. Answers are those of a full reload (same documents, postings and
-    /// forward lists; only the per-segment FREQUENT hints that order probes differ).
+    /// The view after an online add published its documents: `self` is the view the add
+    /// matched them in ([`View::with_new_segment`]: this snapshot's segments, sizes,
+    /// tombstones and frequent keys plus the add's own small segment, holding exactly the new
+    /// documents, when `has_piece`), which becomes the next snapshot without copying anything
+    /// again. The add's segment is kept as one more piece of the delta; pieces are merged
+    /// like a binary counter (the newest two whenever the older holds no more documents than
+    /// the newer, rebuilt from the catalog's delta entries of their doc range), so a document
+    /// is rewritten about log2(adds per fold) times and the delta stays in a few pieces (at
+    /// most [`MAX_DELTA_PIECES`]: past it, all pieces are merged). Answers are those of a
+    /// full reload (same documents, postings and forward lists; only the per-segment FREQUENT
+    /// hints that order probes differ).
     pub fn after_add(
-        &self,
+        mut self,
         catalog: &Catalog,
         options: &IndexOptions,
-        new: &[(u32, u32)],
-        piece: Option<LiveSegment>,
+        has_piece: bool,
     ) -> Result<View> {
-        let is_delta = |s: &LiveSegment| s.entry.id == crate::lifecycle::fold::DELTA_SEGMENT_ID;
-        let pieces = self.segments.iter().filter(|s| is_delta(s)).count();
-        let mut frequent = self.frequent.clone();
-        let mut segments = Vec::with_capacity(self.segments.len() + 1);
-        match piece {
-            Some(mut p) if pieces < MAX_DELTA_PIECES => {
-                segments.extend(self.segments.iter().map(LiveSegment::share));
+        if has_piece {
+            if let Some(p) = self.segments.last_mut() {
                 p.entry.id = crate::lifecycle::fold::DELTA_SEGMENT_ID;
-                add_frequent(&p.seg, &mut frequent)?;
-                segments.push(p);
             }
-            None if new.is_empty() => {
-                segments.extend(self.segments.iter().map(LiveSegment::share));
-            }
-            _ => {
-                for s in &self.segments {
-                    if is_delta(s) {
-                        sub_frequent(&s.seg, &mut frequent)?;
-                    } else {
-                        segments.push(s.share());
-                    }
-                }
-                if let Some(delta) = delta_segment(catalog, options)? {
-                    add_frequent(&delta.seg, &mut frequent)?;
-                    segments.push(delta);
-                }
-            }
+            self.merge_delta_pieces(catalog, options)?;
+            self.by_doc = doc_ranges(&self.segments);
         }
-        let by_doc = doc_ranges(&segments);
-        let mut sizes = self.sizes.clone();
         let next = catalog.next_doc()? as usize;
-        if sizes.len() < next {
-            sizes.resize(next, 0);
+        if self.sizes.len() < next {
+            self.sizes.resize(next, 0);
         }
-        for &(doc, features) in new {
-            if let Some(s) = sizes.get_mut(doc as usize) {
-                *s = features;
+        Ok(self)
+    }
+
+    /// Merges the newest delta pieces (see [`View::after_add`]).
+    fn merge_delta_pieces(&mut self, catalog: &Catalog, options: &IndexOptions) -> Result<()> {
+        let is_delta = |s: &LiveSegment| s.entry.id == crate::lifecycle::fold::DELTA_SEGMENT_ID;
+        let docs_of = |s: &LiveSegment| s.seg.table_meta(segment::FORWARD).map_or(0, |t| t.entries);
+        loop {
+            let pieces: Vec<usize> = (0..self.segments.len())
+                .filter(|&i| is_delta(&self.segments[i]))
+                .collect();
+            let n = pieces.len();
+            let from = if n > MAX_DELTA_PIECES {
+                0
+            } else if n >= 2
+                && docs_of(&self.segments[pieces[n - 2]]) <= docs_of(&self.segments[pieces[n - 1]])
+            {
+                n - 2
+            } else {
+                return Ok(());
+            };
+            let merged: Vec<usize> = pieces[from..].to_vec();
+            let lo = merged
+                .iter()
+                .map(|&i| self.segments[i].entry.doc_lo)
+                .min()
+                .expect("pieces to merge");
+            let hi = merged
+                .iter()
+                .map(|&i| self.segments[i].entry.doc_hi)
+                .max()
+                .expect("pieces to merge");
+            let docs = catalog.delta_docs_in(lo, hi)?;
+            for &i in merged.iter().rev() {
+                let old = self.segments.remove(i);
+                sub_frequent(&old.seg, &mut self.frequent)?;
+            }
+            if let Some(piece) = delta_segment_of(catalog, options, &docs)? {
+                add_frequent(&piece.seg, &mut self.frequent)?;
+                self.segments.push(piece);
             }
         }
-        Ok(View {
-            segments,
-            by_doc,
-            tombstones: catalog.tombstones()?,
-            sizes,
-            frequent,
-        })
     }
 
     /// Documents and features in the delta (online adds not folded yet), from the snapshot's
@@ -320,7 +330,15 @@ impl View {
 /// (the mapping stays valid), so every query path reads delta documents exactly as it will
 /// read them once folded. The delta is small by construction (`add --fold-docs`).
 fn delta_segment(catalog: &Catalog, options: &IndexOptions) -> Result<Option<LiveSegment>> {
-    let docs = catalog.delta_docs()?;
+    delta_segment_of(catalog, options, &catalog.delta_docs()?)
+}
+
+/// [`delta_segment`] of the given delta documents (ascending doc ids).
+fn delta_segment_of(
+    catalog: &Catalog,
+    options: &IndexOptions,
+    docs: &[(u32, crate::store::delta::DeltaDoc)],
+) -> Result<Option<LiveSegment>> {
     if docs.is_empty() {
         return Ok(None);
     }
@@ -331,7 +349,7 @@ fn delta_segment(catalog: &Catalog, options: &IndexOptions) -> Result<Option<Liv
     let mut entry = crate::lifecycle::fold::write_temp_delta_segment(
         tmp.path(),
         "delta.ndds",
-        &docs,
+        docs,
         &options.methods,
         catalog,
     )?;

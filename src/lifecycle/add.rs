@@ -31,6 +31,7 @@ use crate::pipeline::pairs::{collect_pairs, PairsConfig};
 use crate::store::delta::DeltaDoc;
 use crate::store::records::BatchRecord;
 use crate::store::DocRecord;
+use crate::view::View;
 
 use super::fold::{write_temp_delta_segment, FoldSummary};
 
@@ -66,6 +67,14 @@ impl Default for AddOptions {
     }
 }
 
+/// The phases of an add, in order, as timed in [`AddSummary::phase_micros`]: reading,
+/// canonicalizing and fingerprinting the documents with their catalog look-ups; writing and
+/// mapping their small segment; matching them; staging replacements, clusters and records;
+/// the synced catalog write; the next snapshot; the reports; the fold of the delta.
+pub const ADD_PHASES: [&str; 8] = [
+    "read", "segment", "match", "stage", "commit", "snapshot", "report", "fold",
+];
+
 /// Summary of one `add` call.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct AddSummary {
@@ -84,6 +93,9 @@ pub struct AddSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub folded: Option<FoldSummary>,
     pub seconds: f64,
+    /// Microseconds spent in each of [`ADD_PHASES`] (the server's `/metrics`).
+    #[serde(skip)]
+    pub phase_micros: [u64; ADD_PHASES.len()],
 }
 
 impl Index {
@@ -98,6 +110,7 @@ impl Index {
         self.require_writer()?;
         let source: Source = inputs.into();
         let started = Instant::now();
+        let mut lap = Lap(Instant::now());
         let catalog = &self.catalog;
         // The last batch id by one seek: reading every batch record made each add slower
         // than the one before (the server adds a batch per group commit).
@@ -226,6 +239,7 @@ impl Index {
             news[(doc - doc_lo) as usize].1.simhash = h;
         }
 
+        s.phase_micros[0] += lap.next();
         // Match against everything, the new documents included (a small temporary segment).
         let mut extra_tombs = roaring::RoaringBitmap::new();
         extra_tombs.extend(replaced.iter().map(|(d, _)| *d));
@@ -254,6 +268,7 @@ impl Index {
             self.view
                 .with_new_segment(&tmp.path().join("add.ndds"), entry, &sizes, &extra_tombs)?
         };
+        s.phase_micros[1] += lap.next();
         let threshold = self.options().cluster_threshold()?;
         let cfg = PairsConfig {
             max_df: self.options().max_df,
@@ -262,6 +277,7 @@ impl Index {
         let (pairs, _) = collect_pairs(&view, &cfg, doc_lo..doc_hi, doc_lo)?;
         s.near_duplicate_pairs = pairs.len() as u64;
 
+        s.phase_micros[2] += lap.next();
         // One synced write: catalog records, delta entries, clusters, batch record.
         let mut wb = catalog.batch_writer();
         let replaced_ids: Vec<u32> = replaced.iter().map(|(d, _)| *d).collect();
@@ -278,11 +294,11 @@ impl Index {
         // The segment the new documents were matched in holds exactly them: the next
         // snapshot keeps it as a piece of the delta (its file is gone with `tmp`, the
         // mapping stays).
-        let piece = match view.segments.last() {
-            Some(p) if !news.is_empty() && p.entry.doc_lo == doc_lo => Some(p.share()),
-            _ => None,
-        };
-        drop(view);
+        let has_piece = !news.is_empty()
+            && view
+                .segments
+                .last()
+                .is_some_and(|p| p.entry.doc_lo == doc_lo && p.entry.doc_hi == doc_hi);
         let ids: Vec<u32> = delta_docs.iter().map(|(d, _)| *d).collect();
         for (doc, (_, delta)) in ids.iter().zip(&news) {
             wb.put_delta(*doc, delta);
@@ -302,19 +318,21 @@ impl Index {
         );
         publish::stage_batch(&mut wb, catalog.manifest()?, batch_id, &record);
         mw.stage(catalog, &mut wb)?;
+        s.phase_micros[3] += lap.next();
         catalog.commit(wb)?;
+        s.phase_micros[4] += lap.next();
         drop(tmp);
-        // The new snapshot costs the delta's size, not the index's (no full reload).
-        let new_sizes: Vec<(u32, u32)> = news
-            .iter()
-            .enumerate()
-            .map(|(i, (r, _))| (doc_lo + i as u32, r.features))
-            .collect();
-        let view = self
-            .view
-            .after_add(&self.catalog, self.options(), &new_sizes, piece)?;
+        // The new snapshot is the view the documents were matched in (no full reload, no
+        // second copy of the index's per-document sizes).
+        let view = if has_piece || news.is_empty() {
+            view.after_add(&self.catalog, self.options(), has_piece)?
+        } else {
+            drop(view);
+            View::load(self.dir(), &self.catalog, self.options())?
+        };
         self.view = std::sync::Arc::new(view);
 
+        s.phase_micros[5] += lap.next();
         // Reports (cluster ids and partners are final now).
         let best = publish::best_partners(&pairs, doc_lo);
         let key_of = |d: u32| -> Result<String> {
@@ -334,6 +352,7 @@ impl Index {
             report(&r)?;
         }
 
+        s.phase_micros[6] += lap.next();
         // Fold when the delta has grown past its size.
         let (delta_docs, delta_features) = self.view.delta_size();
         if delta_docs >= opts.fold_docs || delta_features * 8 >= opts.fold_bytes {
@@ -342,8 +361,22 @@ impl Index {
         } else {
             s.delta_docs = delta_docs;
         }
+        s.phase_micros[7] += lap.next();
         s.seconds = started.elapsed().as_secs_f64();
         Ok(s)
+    }
+}
+
+/// A stopwatch of consecutive phases.
+struct Lap(Instant);
+
+impl Lap {
+    /// Microseconds since the last call (or the start).
+    fn next(&mut self) -> u64 {
+        let now = Instant::now();
+        let us = now.duration_since(self.0).as_micros() as u64;
+        self.0 = now;
+        us
     }
 }
 

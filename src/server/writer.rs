@@ -379,6 +379,13 @@ impl Writer {
                 }
                 Ok(s)
             });
+        let mut add_micros = 0;
+        if let Ok(s) = &result {
+            for (m, us) in self.metrics.group_phase_micros.iter().zip(s.phase_micros) {
+                m.fetch_add(us, Relaxed);
+                add_micros += us;
+            }
+        }
         self.metrics.groups.fetch_add(1, Relaxed);
         self.metrics
             .group_docs
@@ -390,6 +397,10 @@ impl Writer {
                     .group_micros
                     .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
                 let mut keys = keys_in_order.into_iter();
+                // The writer's own part: the merge policy after a fold, the snapshot swap.
+                let phases = &self.metrics.group_phase_micros;
+                let total = started.elapsed().as_micros() as u64;
+                phases[phases.len() - 1].fetch_add(total.saturating_sub(add_micros), Relaxed);
                 for (count, reply) in counts.into_iter().zip(replies) {
                     let mut out = Vec::with_capacity(count);
                     for key in keys.by_ref().take(count) {

@@ -17,13 +17,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "\
-serve-load --addr 127.0.0.1:PORT --docs DIR [--mode query|insert|batch] [--clients N=8]
+serve-load --addr 127.0.0.1:PORT --docs DIR|FILE.warc [--mode query|insert|batch] [--clients N=8]
            [--requests N=10000] [--seconds S=30] [--batch-size B=100] [--key-prefix P=load-]
            [--token-file F] [--query-args 'threshold=0.5&top=10'] [--max-docs N=20000]
            [--acked FILE] [--json]
   query:  POST /v1/query with page i (cycling through DIR)
   insert: POST /v1/documents?key=PREFIX<client>-<i>, one page per request
   batch:  POST /v1/documents:batch with B pages per request (JSON lines)
+  --docs FILE.warc: the pages of the WARC's response records (a truncated last record is left out)
   --acked FILE: append the key of every insert answered 2xx (the durability check)
   Loopback only; at most 10,000,000 requests and 3,600 seconds.
 ";
@@ -113,8 +114,76 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     Ok(o)
 }
 
-/// Pages under `dir` (recursively, sorted), at most `max`.
+/// The end of a header block (`\r\n\r\n`, or `\n\n`) from `from`: (block end, body start).
+fn head_end(b: &[u8], from: usize) -> Option<(usize, usize)> {
+    let rest = b.get(from..)?;
+    if let Some(i) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+        return Some((from + i, from + i + 4));
+    }
+    rest.windows(2)
+        .position(|w| w == b"\n\n")
+        .map(|i| (from + i, from + i + 2))
+}
+
+/// The HTML bodies of a WARC file's `response` records, at most `max`. A record cut short at
+/// the end of the file (a WARC truncated with `head -c`) is left out.
+fn load_warc(path: &Path, max: usize) -> Result<Vec<Vec<u8>>, String> {
+    let b = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while out.len() < max {
+        let Some(start) = b[pos..]
+            .windows(8)
+            .position(|w| w == b"WARC/1.0")
+            .map(|i| pos + i)
+        else {
+            break;
+        };
+        let Some((hend, body)) = head_end(&b, start) else {
+            break;
+        };
+        let head = String::from_utf8_lossy(&b[start..hend]);
+        let field = |name: &str| {
+            head.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case(name)
+                    .then(|| v.trim().to_owned())
+            })
+        };
+        let len: usize = field("Content-Length")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                format!(
+                    "{}: WARC record at byte {start} without Content-Length",
+                    path.display()
+                )
+            })?;
+        if body + len > b.len() {
+            break; // cut short
+        }
+        let content = &b[body..body + len];
+        if field("WARC-Type").as_deref() == Some("response") {
+            // Skip the HTTP status line and headers.
+            if let Some((_, page)) = head_end(content, 0) {
+                if page < content.len() {
+                    out.push(content[page..].to_vec());
+                }
+            }
+        }
+        pos = body + len;
+    }
+    if out.is_empty() {
+        return Err(format!("no response records in {}", path.display()));
+    }
+    Ok(out)
+}
+
+/// Pages under `dir` (recursively, sorted), at most `max`; or the pages of a WARC file.
 fn load_docs(dir: &Path, max: usize) -> Result<Vec<Vec<u8>>, String> {
+    if dir.is_file() {
+        return load_warc(dir, max);
+    }
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
