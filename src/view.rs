@@ -59,9 +59,14 @@ impl LiveSegment {
 }
 
 /// Most pieces the delta is kept in by [`View::after_add`] before they are rebuilt as one
-/// segment: each piece is one more segment every query probes. The binary-counter merge keeps
-/// about log2(adds) pieces, so this bound is reached only past ~500 adds without a fold.
-pub const MAX_DELTA_PIECES: usize = 9;
+/// segment: each piece is one more segment every query probes. The merge policy keeps at
+/// most 3 pieces a size tier (tiers 4x apart), so this bound is reached only past ~1,000 adds
+/// without a fold.
+pub const MAX_DELTA_PIECES: usize = 16;
+
+/// [`View::after_add`] merges the newest this many delta pieces once they are of one size
+/// tier (the oldest of them at most 1.5x the newest).
+const MERGE_PIECES: usize = 4;
 
 /// A read snapshot of the index.
 pub struct View {
@@ -183,10 +188,11 @@ impl View {
     /// tombstones and frequent keys plus the add's own small segment, holding exactly the new
     /// documents, when `has_piece`), which becomes the next snapshot without copying anything
     /// again. The add's segment is kept as one more piece of the delta; pieces are merged
-    /// like a binary counter (the newest two whenever the older holds no more documents than
-    /// the newer, rebuilt from the catalog's delta entries of their doc range), so a document
-    /// is rewritten about log2(adds per fold) times and the delta stays in a few pieces (at
-    /// most [`MAX_DELTA_PIECES`]: past it, all pieces are merged). Answers are those of a
+    /// like a base-4 counter (the newest [`MERGE_PIECES`] once they are of one size tier,
+    /// rebuilt from the catalog's delta entries of their doc range), so a document is
+    /// rewritten about log4(adds per fold) times, a merge happens at every third add or so,
+    /// and the delta stays in a few pieces (at most [`MAX_DELTA_PIECES`]: past it, all pieces
+    /// are merged). Answers are those of a
     /// full reload (same documents, postings and forward lists; only the per-segment FREQUENT
     /// hints that order probes differ).
     pub fn after_add(
@@ -220,10 +226,11 @@ impl View {
             let n = pieces.len();
             let from = if n > MAX_DELTA_PIECES {
                 0
-            } else if n >= 2
-                && docs_of(&self.segments[pieces[n - 2]]) <= docs_of(&self.segments[pieces[n - 1]])
+            } else if n >= MERGE_PIECES
+                && 2 * docs_of(&self.segments[pieces[n - MERGE_PIECES]])
+                    <= 3 * docs_of(&self.segments[pieces[n - 1]])
             {
-                n - 2
+                n - MERGE_PIECES
             } else {
                 return Ok(());
             };
@@ -355,6 +362,7 @@ fn delta_segment_of(
     )?;
     entry.id = crate::lifecycle::fold::DELTA_SEGMENT_ID;
     let seg = Segment::open(tmp.path().join("delta.ndds"))?;
+    seg.assume_verified();
     Ok(Some(LiveSegment {
         entry,
         seg: Arc::new(seg),

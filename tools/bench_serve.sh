@@ -19,7 +19,8 @@
 # Runs (8 clients each, bounded by SECS seconds and a request budget):
 #   1. query, own pages, threshold 0.5, top 10
 #   2. query, ~100 KB pages
-#   3. query while another process runs `ndd-index ingest` of a NIGHTLY_DOCS batch
+#   3. query while another process runs `ndd-index ingest` of a NIGHTLY_DOCS batch (from 3 s
+#      into the run until the ingest ends)
 #   4. check-and-insert, one page per request
 #   5. check-and-insert, 50 pages per request (`/v1/documents:batch`)
 # The server is stopped (SIGTERM) at the end and on any exit. Prints a JSON line per run and a
@@ -108,14 +109,14 @@ run() {
 Q='threshold=0.5&top=10'
 run query --mode query --docs "$W/query.warc" --query-args "$Q" --requests 1000000
 run query-100k --mode query --docs "$W/big" --query-args "$Q" --requests 1000000
-# The nightly ingest in another process, started a few seconds into the query run.
+# The nightly ingest in another process; the query run lasts until it has finished.
 ( sleep 3; /usr/bin/time -v "$BIN/ndd-index" ingest --quiet --json --mem "$MEM" --index "$IX" \
     --batch "nightly-$n" "$R/nightly/batch-01.warc" > "$R/nightly.json" 2> "$R/nightly.time"
   date +%s.%N > "$R/nightly.done" ) &
 NIGHTLY=$!
-date +%s.%N > "$R/nightly.start"
-SECS_SAVED=$SECS; SECS=$((SECS > 60 ? SECS : 60))
-run query-during-ingest --mode query --docs "$W/query.warc" --query-args "$Q" --requests 1000000
+SECS_SAVED=$SECS; SECS=1800
+run query-during-ingest --mode query --docs "$W/query.warc" --query-args "$Q" --requests 10000000 \
+  --stop-file "$R/nightly.done"
 SECS=$SECS_SAVED
 wait "$NIGHTLY"
 log "nightly ingest: $(grep 'Elapsed' "$R/nightly.time" | sed 's/.*: //') wall, $(grep -o '"added":[0-9]*' "$R/nightly.json")"

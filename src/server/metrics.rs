@@ -48,6 +48,9 @@ pub struct Metrics {
     /// Time of the group commits by phase ([`crate::lifecycle::add::ADD_PHASES`]), then
     /// the writer's own work after the add (merge policy, snapshot swap, answers).
     pub group_phase_micros: [AtomicU64; GROUP_PHASES],
+    /// WAL syncs of the sync thread (each covers every group commit written before it).
+    pub wal_syncs: AtomicU64,
+    pub wal_sync_micros: AtomicU64,
     /// Inserts answered 503 because another process held the writer lock too long.
     pub writer_busy: AtomicU64,
     /// Snapshots installed (own publishes and another process's, seen by the watcher).
@@ -176,6 +179,12 @@ impl Metrics {
             o,
             "# HELP ndd_group_commit_seconds_total Time spent in group commits.\n# TYPE ndd_group_commit_seconds_total counter\nndd_group_commit_seconds_total {}",
             self.group_micros.load(Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(
+            o,
+            "# HELP ndd_wal_syncs_total WAL syncs answering group commits.\n# TYPE ndd_wal_syncs_total counter\nndd_wal_syncs_total {}\n# HELP ndd_wal_sync_seconds_total Time in WAL syncs.\n# TYPE ndd_wal_sync_seconds_total counter\nndd_wal_sync_seconds_total {}",
+            self.wal_syncs.load(Relaxed),
+            self.wal_sync_micros.load(Relaxed) as f64 / 1e6
         );
         let _ = writeln!(
             o,

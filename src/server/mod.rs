@@ -83,6 +83,9 @@ pub struct ServeConfig {
     pub fold_docs: u64,
     /// How long shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
+    /// Sync group commits on a second thread while the writer prepares the next group
+    /// (`NDD_SERVE_INLINE_SYNC=1` turns it off, for comparison).
+    pub pipeline_sync: bool,
 }
 
 impl ServeConfig {
@@ -104,6 +107,7 @@ impl ServeConfig {
             max_batch_docs: 10_000,
             fold_docs: crate::lifecycle::add::DEFAULT_FOLD_DOCS,
             shutdown_grace: Duration::from_secs(30),
+            pipeline_sync: std::env::var_os("NDD_SERVE_INLINE_SYNC").is_none_or(|v| v != "1"),
         }
     }
 }
@@ -156,6 +160,7 @@ async fn serve(
             max_group_docs: cfg.max_group_docs.max(1),
             fold_docs: cfg.fold_docs,
             queue: 4096,
+            pipeline_sync: cfg.pipeline_sync,
         },
         Arc::clone(&snapshots),
         Arc::clone(&metrics),

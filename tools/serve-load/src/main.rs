@@ -20,11 +20,12 @@ const USAGE: &str = "\
 serve-load --addr 127.0.0.1:PORT --docs DIR|FILE.warc [--mode query|insert|batch] [--clients N=8]
            [--requests N=10000] [--seconds S=30] [--batch-size B=100] [--key-prefix P=load-]
            [--token-file F] [--query-args 'threshold=0.5&top=10'] [--max-docs N=20000]
-           [--acked FILE] [--json]
+           [--acked FILE] [--stop-file FILE] [--json]
   query:  POST /v1/query with page i (cycling through DIR)
   insert: POST /v1/documents?key=PREFIX<client>-<i>, one page per request
   batch:  POST /v1/documents:batch with B pages per request (JSON lines)
   --docs FILE.warc: the pages of the WARC's response records (a truncated last record is left out)
+  --stop-file FILE: also stop once FILE exists (e.g. written when another process's ingest ends)
   --acked FILE: append the key of every insert answered 2xx (the durability check)
   Loopback only; at most 10,000,000 requests and 3,600 seconds.
 ";
@@ -43,6 +44,7 @@ struct Opts {
     query_args: String,
     max_docs: usize,
     acked: Option<PathBuf>,
+    stop_file: Option<PathBuf>,
     json: bool,
 }
 
@@ -60,6 +62,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         query_args: String::new(),
         max_docs: 20_000,
         acked: None,
+        stop_file: None,
         json: false,
     };
     let mut it = args.iter();
@@ -82,6 +85,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--query-args" => o.query_args = val()?,
             "--max-docs" => o.max_docs = val()?.parse().map_err(|e| format!("--max-docs: {e}"))?,
             "--acked" => o.acked = Some(PathBuf::from(val()?)),
+            "--stop-file" => o.stop_file = Some(PathBuf::from(val()?)),
             "--json" => o.json = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -368,6 +372,9 @@ fn main() -> ExitCode {
             let mut statuses: std::collections::BTreeMap<u16, u64> = Default::default();
             let mut j = 0u64;
             while Instant::now() < deadline {
+                if j % 16 == 0 && o.stop_file.as_ref().is_some_and(|f| f.exists()) {
+                    break;
+                }
                 let i = issued.fetch_add(1, Ordering::Relaxed);
                 if i >= o.requests {
                     break;
