@@ -92,6 +92,12 @@ for _ in $(seq 1 600); do
   kill -0 "$SERVER" || { cat "$R/server.log" >&2; exit 1; }
   sleep 0.1
 done
+# Wait for the server's warm-up (every segment block checked once, in file order).
+for _ in $(seq 1 1800); do
+  curl -s "127.0.0.1:$PORT/healthz" | grep -q '"warm":true' && break
+  sleep 1
+done
+log "server warm: $(grep warm-up "$R/server.log" | tail -1); load: $(uptime)"
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$SERVER/stat"; } # utime + stime, seconds
 SUMMARY=$R/summary.jsonl; : > "$SUMMARY"
 # run NAME SERVE-LOAD-ARGS...: one load run, one summary line.

@@ -110,6 +110,22 @@ impl Segment {
         }
     }
 
+    /// Checks every block not checked yet (crc and structure, as on first use) and marks it,
+    /// reading the file once in order: a long-running server does this in the background at
+    /// start so queries do not pay each block's check, and the page faults of a cold file, at
+    /// random on their first use. `stop` is polled between blocks.
+    pub fn check_all_blocks(&self, stop: &dyn Fn() -> bool) -> Result<()> {
+        for t in &self.tables {
+            for bi in 0..t.blocks.len() {
+                if stop() {
+                    return Ok(());
+                }
+                self.block(t, bi)?;
+            }
+        }
+        Ok(())
+    }
+
     /// File size in bytes.
     pub fn len_bytes(&self) -> u64 {
         self.map.len() as u64

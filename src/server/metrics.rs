@@ -48,6 +48,8 @@ pub struct Metrics {
     /// Time of the group commits by phase ([`crate::lifecycle::add::ADD_PHASES`]), then
     /// the writer's own work after the add (merge policy, snapshot swap, answers).
     pub group_phase_micros: [AtomicU64; GROUP_PHASES],
+    /// The start-up check of every segment block has finished (`/healthz` `warm`).
+    pub warm: std::sync::atomic::AtomicBool,
     /// WAL syncs of the sync thread (each covers every group commit written before it).
     pub wal_syncs: AtomicU64,
     pub wal_sync_micros: AtomicU64,

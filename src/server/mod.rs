@@ -178,6 +178,30 @@ async fn serve(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let watcher = tokio::spawn(watch_catalog(Arc::clone(&state), stop_rx.clone()));
+    // Warm-up: check (and fault in) every block of the snapshot's segments once, in file
+    // order, on a background thread, instead of at random on each block's first query.
+    {
+        let st = Arc::clone(&state);
+        let stop = stop_rx.clone();
+        std::thread::Builder::new()
+            .name("ndd-warm-up".into())
+            .spawn(move || {
+                let snap = st.snapshots.get();
+                let t = Instant::now();
+                for s in &snap.view().segments {
+                    if let Err(e) = s.seg.check_all_blocks(&|| *stop.borrow()) {
+                        eprintln!("ndd-index serve: warm-up: {e}");
+                    }
+                }
+                st.metrics.warm.store(true, Relaxed);
+                eprintln!(
+                    "ndd-index serve: warm-up: {} segments checked in {:.1} s",
+                    snap.view().segments.len(),
+                    t.elapsed().as_secs_f64()
+                );
+            })
+            .map_err(|e| Error::io("<warm-up thread>", e))?;
+    }
 
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -1006,7 +1030,8 @@ fn live_docs(ix: &Index) -> u64 {
 async fn healthz(State(st): St) -> Response {
     let snap = st.snapshots.get();
     Json(json!({"status": "ok", "documents": live_docs(&snap),
-                "writer_held": st.writer.held.load(Relaxed)}))
+                "writer_held": st.writer.held.load(Relaxed),
+                "warm": st.metrics.warm.load(Relaxed)}))
     .into_response()
 }
 
