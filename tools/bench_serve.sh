@@ -142,7 +142,8 @@ print("| run (8 clients) | requests/s | docs/s | server p50 / p99 ms | client p5
 print("|---|---:|---:|---:|---:|---:|---:|---|")
 for r in rows:
     s, c = r["server_ms"], r["client_ms"]
-    print(f"| {r['run']} | {r['requests_per_s']:,.0f} | {r['docs_per_s']:,.0f} | {s['p50']:.3f} / {s['p99']:.3f} "
+    sv = f"{s['p50']:.3f} / {s['p99']:.3f}" if s["p50"] is not None else ""
+    print(f"| {r['run']} | {r['requests_per_s']:,.0f} | {r['docs_per_s']:,.0f} | {sv} "
           f"| {c['p50']:.2f} / {c['p99']:.2f} | {r['server_cpu_s']} | {r['http_errors'] + r['failed']} "
           f"| {r['load_before']} -> {r['load_after']} |")
 EOF

@@ -319,6 +319,15 @@ fn json_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// A number for the JSON line (`null` when there was nothing to measure).
+fn json_num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.3}")
+    } else {
+        "null".into()
+    }
+}
+
 fn pct(v: &mut [u64], p: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -458,7 +467,7 @@ fn main() -> ExitCode {
     let line = format!(
         "{{\"mode\":\"{}\",\"clients\":{},\"seconds\":{:.3},\"ok\":{ok},\"http_errors\":{bad},\"failed\":{failed},\
 \"requests_per_s\":{:.1},\"docs_per_s\":{:.1},\"client_ms\":{{\"p50\":{:.3},\"p90\":{:.3},\"p99\":{:.3},\"max\":{:.3}}},\
-\"server_ms\":{{\"p50\":{:.3},\"p99\":{:.3}}},\"statuses\":{{{}}}}}",
+\"server_ms\":{{\"p50\":{},\"p99\":{}}},\"statuses\":{{{}}}}}",
         o.mode,
         o.clients,
         secs,
@@ -468,8 +477,8 @@ fn main() -> ExitCode {
         pct(&mut lat, 0.9),
         pct(&mut lat, 0.99),
         pct(&mut lat, 1.0),
-        pct(&mut took, 0.5),
-        pct(&mut took, 0.99),
+        json_num(pct(&mut took, 0.5)),
+        json_num(pct(&mut took, 0.99)),
         statuses.join(",")
     );
     if o.json {
