@@ -62,8 +62,14 @@ impl LiveSegment {
 pub const DELTA_SEGMENT_ID: u64 = u64::MAX;
 
 /// Most pieces the delta is kept in by [`View::after_add`] before they are rebuilt as one
-/// segment: each piece is one more segment every query probes.
-pub const MAX_DELTA_PIECES: usize = 4;
+/// segment: each piece is one more segment every query probes. The merge policy keeps at
+/// most 3 pieces a size tier (tiers 4x apart), so this bound is reached only past ~1,000 adds
+/// without a fold.
+pub const MAX_DELTA_PIECES: usize = 16;
+
+/// [`View::after_add`] merges the newest this many delta pieces once they are of one size
+/// tier (the oldest of them at most 1.5x the newest).
+const MERGE_PIECES: usize = 4;
 
 /// A read snapshot of the index.
 pub struct View {
@@ -180,67 +186,78 @@ impl View {
         })
     }
 
-    /// The view after an online add published documents `new` (doc id, feature count): the
-    /// same segments plus the add's own small segment (`piece`: the segment the add matched
-    /// its documents in, holding exactly them) as one more piece of the delta, the new
-    /// documents' sizes set and the tombstones read again. Once the delta is in
-    /// [`MAX_DELTA_PIECES`] pieces they are replaced by one segment rebuilt from the catalog.
-    /// Either way it costs the delta's size at most, where [`View::load`] reads every document
-    /// record of the index. Answers are those of a full reload (same documents, postings and
-    /// forward lists; only the per-segment FREQUENT hints that order probes differ).
+    /// The view after an online add published its documents: `self` is the view the add
+    /// matched them in ([`View::with_new_segment`]: this snapshot's segments, sizes,
+    /// tombstones and frequent keys plus the add's own small segment, holding exactly the new
+    /// documents, when `has_piece`), which becomes the next snapshot without copying anything
+    /// again. The add's segment is kept as one more piece of the delta; pieces are merged
+    /// like a base-4 counter (the newest [`MERGE_PIECES`] once they are of one size tier,
+    /// rebuilt from the catalog's delta entries of their doc range), so a document is
+    /// rewritten about log4(adds per fold) times, a merge happens at every third add or so,
+    /// and the delta stays in a few pieces (at most [`MAX_DELTA_PIECES`]: past it, all pieces
+    /// are merged). Answers are those of a
+    /// full reload (same documents, postings and forward lists; only the per-segment FREQUENT
+    /// hints that order probes differ).
     pub fn after_add(
-        &self,
+        mut self,
         catalog: &Catalog,
         options: &IndexOptions,
-        new: &[(u32, u32)],
-        piece: Option<LiveSegment>,
+        has_piece: bool,
     ) -> Result<View> {
-        let is_delta = |s: &LiveSegment| s.entry.id == DELTA_SEGMENT_ID;
-        let pieces = self.segments.iter().filter(|s| is_delta(s)).count();
-        let mut frequent = self.frequent.clone();
-        let mut segments = Vec::with_capacity(self.segments.len() + 1);
-        match piece {
-            Some(mut p) if pieces < MAX_DELTA_PIECES => {
-                segments.extend(self.segments.iter().map(LiveSegment::share));
+        if has_piece {
+            if let Some(p) = self.segments.last_mut() {
                 p.entry.id = DELTA_SEGMENT_ID;
-                add_frequent(&p.seg, &mut frequent)?;
-                segments.push(p);
             }
-            None if new.is_empty() => {
-                segments.extend(self.segments.iter().map(LiveSegment::share));
-            }
-            _ => {
-                for s in &self.segments {
-                    if is_delta(s) {
-                        sub_frequent(&s.seg, &mut frequent)?;
-                    } else {
-                        segments.push(s.share());
-                    }
-                }
-                if let Some(delta) = delta_segment(catalog, options)? {
-                    add_frequent(&delta.seg, &mut frequent)?;
-                    segments.push(delta);
-                }
-            }
+            self.merge_delta_pieces(catalog, options)?;
+            self.by_doc = doc_ranges(&self.segments);
         }
-        let by_doc = doc_ranges(&segments);
-        let mut sizes = self.sizes.clone();
         let next = catalog.next_doc()? as usize;
-        if sizes.len() < next {
-            sizes.resize(next, 0);
+        if self.sizes.len() < next {
+            self.sizes.resize(next, 0);
         }
-        for &(doc, features) in new {
-            if let Some(s) = sizes.get_mut(doc as usize) {
-                *s = features;
+        Ok(self)
+    }
+
+    /// Merges the newest delta pieces (see [`View::after_add`]).
+    fn merge_delta_pieces(&mut self, catalog: &Catalog, options: &IndexOptions) -> Result<()> {
+        let is_delta = |s: &LiveSegment| s.entry.id == DELTA_SEGMENT_ID;
+        let docs_of = |s: &LiveSegment| s.seg.table_meta(segment::FORWARD).map_or(0, |t| t.entries);
+        loop {
+            let pieces: Vec<usize> = (0..self.segments.len())
+                .filter(|&i| is_delta(&self.segments[i]))
+                .collect();
+            let n = pieces.len();
+            let from = if n > MAX_DELTA_PIECES {
+                0
+            } else if n >= MERGE_PIECES
+                && 2 * docs_of(&self.segments[pieces[n - MERGE_PIECES]])
+                    <= 3 * docs_of(&self.segments[pieces[n - 1]])
+            {
+                n - MERGE_PIECES
+            } else {
+                return Ok(());
+            };
+            let merged: Vec<usize> = pieces[from..].to_vec();
+            let lo = merged
+                .iter()
+                .map(|&i| self.segments[i].entry.doc_lo)
+                .min()
+                .expect("pieces to merge");
+            let hi = merged
+                .iter()
+                .map(|&i| self.segments[i].entry.doc_hi)
+                .max()
+                .expect("pieces to merge");
+            let docs = catalog.delta_docs_in(lo, hi)?;
+            for &i in merged.iter().rev() {
+                let old = self.segments.remove(i);
+                sub_frequent(&old.seg, &mut self.frequent)?;
+            }
+            if let Some(piece) = delta_segment_of(catalog, options, &docs)? {
+                add_frequent(&piece.seg, &mut self.frequent)?;
+                self.segments.push(piece);
             }
         }
-        Ok(View {
-            segments,
-            by_doc,
-            tombstones: catalog.tombstones()?,
-            sizes,
-            frequent,
-        })
     }
 
     /// Documents and features in the delta (online adds not folded yet), from the snapshot's
@@ -324,11 +341,23 @@ impl View {
 /// exactly as it will read them once folded. The delta is small by construction
 /// (`add --fold-docs`).
 fn delta_segment(catalog: &Catalog, options: &IndexOptions) -> Result<Option<LiveSegment>> {
-    let docs = catalog.delta_docs()?;
-    let delta = crate::build::delta::map(&docs, &options.methods, DELTA_SEGMENT_ID)?;
-    Ok(delta.map(|(entry, seg)| LiveSegment {
-        entry,
-        seg: Arc::new(seg),
+    delta_segment_of(catalog, options, &catalog.delta_docs()?)
+}
+
+/// [`delta_segment`] of the given delta documents (ascending doc ids).
+fn delta_segment_of(
+    _catalog: &Catalog,
+    options: &IndexOptions,
+    docs: &[(u32, crate::store::delta::DeltaDoc)],
+) -> Result<Option<LiveSegment>> {
+    let delta = crate::build::delta::map(docs, &options.methods, DELTA_SEGMENT_ID)?;
+    Ok(delta.map(|(entry, seg)| {
+        // Written by this process a moment ago: its blocks need no first-use check.
+        seg.assume_verified();
+        LiveSegment {
+            entry,
+            seg: Arc::new(seg),
+        }
     }))
 }
 

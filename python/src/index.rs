@@ -633,6 +633,7 @@ impl PyIndex {
                 Some(b) if !b.is_none() => size(b, "fold_bytes")?.max(1),
                 _ => DEFAULT_FOLD_BYTES,
             },
+            sync: true,
         };
         let source = source_of(docs, sniff, format)?;
         self.write(py, move |ix| {

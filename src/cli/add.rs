@@ -53,6 +53,7 @@ pub fn run(a: AddArgs) -> Result<(), Error> {
         strict: a.strict,
         fold_docs: a.fold_docs.max(1),
         fold_bytes: a.fold_bytes.max(1),
+        sync: true,
     };
     let mut out = io::stdout().lock();
     let json = a.ix.json;

@@ -56,6 +56,10 @@ pub struct AddOptions {
     pub fold_docs: u64,
     /// ...or this many bytes of features.
     pub fold_bytes: u64,
+    /// Sync the catalog write before returning (durable when `add` returns). `false` leaves
+    /// the fsync to the caller ([`crate::store::Catalog::sync_wal`]): the server's writer
+    /// answers a group commit only after it. A fold still syncs its own write.
+    pub sync: bool,
 }
 
 impl Default for AddOptions {
@@ -66,9 +70,18 @@ impl Default for AddOptions {
             strict: false,
             fold_docs: DEFAULT_FOLD_DOCS,
             fold_bytes: DEFAULT_FOLD_BYTES,
+            sync: true,
         }
     }
 }
+
+/// The phases of an add, in order, as timed in [`AddSummary::phase_micros`]: reading,
+/// canonicalizing and fingerprinting the documents with their catalog look-ups; writing and
+/// mapping their small segment; matching them; staging replacements, clusters and records;
+/// the synced catalog write; the next snapshot; the reports; the fold of the delta.
+pub const ADD_PHASES: [&str; 8] = [
+    "read", "segment", "match", "stage", "commit", "snapshot", "report", "fold",
+];
 
 /// Summary of one `add` call.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -88,6 +101,9 @@ pub struct AddSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub folded: Option<FoldSummary>,
     pub seconds: f64,
+    /// Microseconds spent in each of [`ADD_PHASES`] (the server's `/metrics`).
+    #[serde(skip)]
+    pub phase_micros: [u64; ADD_PHASES.len()],
 }
 
 /// An add call's new documents, as its stages hand them on.
@@ -130,6 +146,7 @@ impl Index {
     ) -> Result<AddSummary> {
         self.require_writer()?;
         let started = Instant::now();
+        let mut lap = Lap(Instant::now());
         let (name, batch_id) = match batch::name(&self.catalog, opts.batch.as_deref(), "add")? {
             Named::New { name, id } => (name, id),
             Named::Done { name, id } => {
@@ -148,10 +165,16 @@ impl Index {
         };
         let mut n = self.read_new_docs(inputs.into(), opts, batch_id, &mut s)?;
         self.finish_method_data(&mut n)?;
+        s.phase_micros[0] += lap.next();
         let tmp = tempfile::tempdir_in(self.tmp_dir()).map_err(|e| Error::io(self.tmp_dir(), e))?;
-        let (view, pairs) = self.match_new_docs(&n, tmp.path())?;
+        let (view, pairs) = self.match_new_docs(&n, tmp.path(), &mut lap, &mut s)?;
         s.near_duplicate_pairs = pairs.len() as u64;
-        let clusters = self.publish_new_docs(&n, view, &pairs, &name, batch_id, &mut s)?;
+        let publish = Publish {
+            name: &name,
+            batch_id,
+            sync: opts.sync,
+        };
+        let clusters = self.publish_new_docs(&n, view, &pairs, &publish, &mut lap, &mut s)?;
         drop(tmp);
 
         // Reports (cluster ids and partners are final now).
@@ -166,8 +189,10 @@ impl Index {
             outcome.finish(&mut r, |i| n.news[i].0.key.clone())?;
             report(&r)?;
         }
+        s.phase_micros[6] += lap.next();
 
         self.fold_if_due(opts, &mut s)?;
+        s.phase_micros[7] += lap.next();
         s.seconds = started.elapsed().as_secs_f64();
         Ok(s)
     }
@@ -286,8 +311,14 @@ impl Index {
     /// The "match" stage: the new documents against everything, themselves included, through
     /// a small temporary segment of them in `tmp` (`build::delta`, the delta's own code).
     /// Returns the view they were matched in (replaced documents tombstoned) and the pairs at
-    /// the cluster threshold.
-    fn match_new_docs(&self, n: &NewDocs, tmp: &Path) -> Result<(View, Vec<Pair>)> {
+    /// the cluster threshold. Times the "segment" and "match" phases.
+    fn match_new_docs(
+        &self,
+        n: &NewDocs,
+        tmp: &Path,
+        lap: &mut Lap,
+        s: &mut AddSummary,
+    ) -> Result<(View, Vec<Pair>)> {
         let (doc_lo, doc_hi) = (n.doc_lo, n.doc_hi());
         let extra_tombs = n.intake.replaced_tombstones();
         let view = if n.news.is_empty() {
@@ -305,9 +336,16 @@ impl Index {
             let methods = &self.options().methods;
             let entry = delta_segment::write_temp(tmp, "add.ndds", &n.delta_docs(), methods)?;
             let sizes: Vec<u32> = n.news.iter().map(|(r, _)| r.features).collect();
-            self.view
-                .with_new_segment(&tmp.join("add.ndds"), entry, &sizes, &extra_tombs)?
+            let v = self
+                .view
+                .with_new_segment(&tmp.join("add.ndds"), entry, &sizes, &extra_tombs)?;
+            // Written by this call a moment ago: no need to check its blocks on first use.
+            if let Some(p) = v.segments.last() {
+                p.seg.assume_verified();
+            }
+            v
         };
+        s.phase_micros[1] += lap.next();
         let cfg = PairsConfig {
             max_df: self.options().max_df,
             ..PairsConfig::new(
@@ -316,22 +354,25 @@ impl Index {
             )
         };
         let (pairs, _) = collect_pairs(&view, &cfg, doc_lo..doc_hi, doc_lo)?;
+        s.phase_micros[2] += lap.next();
         Ok((view, pairs))
     }
 
     /// The "publish" stage: clusters, catalog records, delta entries and batch record in ONE
-    /// synced catalog write; then the writer's next view, built from the delta alone (the
-    /// segment the documents were matched in becomes a piece of the delta). Returns the
-    /// changed clusters.
+    /// catalog write (synced unless `p.sync` is false); then the writer's next view: the view
+    /// the documents were matched in, whose segment of them becomes a piece of the delta (no
+    /// full reload). Returns the changed clusters. Times the "stage", "commit" and "snapshot"
+    /// phases.
     fn publish_new_docs(
         &mut self,
         n: &NewDocs,
         view: View,
         pairs: &[Pair],
-        name: &str,
-        batch_id: u32,
+        p: &Publish<'_>,
+        lap: &mut Lap,
         s: &mut AddSummary,
     ) -> Result<HashMap<u32, u32>> {
+        let (name, batch_id) = (p.name, p.batch_id);
         let catalog = &self.catalog;
         let (doc_lo, doc_hi) = (n.doc_lo, n.doc_hi());
         let mut wb = catalog.batch_writer();
@@ -348,11 +389,11 @@ impl Index {
         // The segment the new documents were matched in holds exactly them: the next
         // snapshot keeps it as a piece of the delta (its file goes with the temporary
         // folder, the mapping stays).
-        let piece = match view.segments.last() {
-            Some(p) if !n.news.is_empty() && p.entry.doc_lo == doc_lo => Some(p.share()),
-            _ => None,
-        };
-        drop(view);
+        let has_piece = !n.news.is_empty()
+            && view
+                .segments
+                .last()
+                .is_some_and(|p| p.entry.doc_lo == doc_lo && p.entry.doc_hi == doc_hi);
         let ids: Vec<u32> = (doc_lo..doc_hi).collect();
         for (doc, (_, delta)) in ids.iter().zip(&n.news) {
             wb.put_delta(*doc, delta);
@@ -378,17 +419,23 @@ impl Index {
         );
         publish::stage_batch(&mut wb, catalog.manifest()?, batch_id, &record);
         n.methods.stage(catalog, &mut wb)?;
-        catalog.commit(wb)?;
-        // The new snapshot costs the delta's size, not the index's (no full reload).
-        let new_sizes: Vec<(u32, u32)> = ids
-            .iter()
-            .zip(&n.news)
-            .map(|(&doc, (r, _))| (doc, r.features))
-            .collect();
-        let view = self
-            .view
-            .after_add(&self.catalog, self.options(), &new_sizes, piece)?;
+        s.phase_micros[3] += lap.next();
+        if p.sync {
+            catalog.commit(wb)?;
+        } else {
+            catalog.commit_unsynced(wb)?;
+        }
+        s.phase_micros[4] += lap.next();
+        // The new snapshot is the view the documents were matched in (no full reload, no
+        // second copy of the index's per-document sizes).
+        let view = if has_piece || n.news.is_empty() {
+            view.after_add(&self.catalog, self.options(), has_piece)?
+        } else {
+            drop(view);
+            View::load(self.dir(), &self.catalog, self.options())?
+        };
         self.view = std::sync::Arc::new(view);
+        s.phase_micros[5] += lap.next();
         Ok(clusters)
     }
 
@@ -403,6 +450,27 @@ impl Index {
             s.delta_docs = delta_docs;
         }
         Ok(())
+    }
+}
+
+/// What the publish stage writes besides the documents: the batch's name and id, and
+/// whether the catalog write is synced ([`AddOptions::sync`]).
+struct Publish<'a> {
+    name: &'a str,
+    batch_id: u32,
+    sync: bool,
+}
+
+/// A stopwatch of consecutive phases.
+struct Lap(Instant);
+
+impl Lap {
+    /// Microseconds since the last call (or the start).
+    fn next(&mut self) -> u64 {
+        let now = Instant::now();
+        let us = now.duration_since(self.0).as_micros() as u64;
+        self.0 = now;
+        us
     }
 }
 

@@ -34,6 +34,9 @@ struct Route {
     sum_micros: AtomicU64,
 }
 
+/// Phases of a group commit: those of an add, then "writer".
+pub const GROUP_PHASES: usize = crate::lifecycle::add::ADD_PHASES.len() + 1;
+
 /// All counters; shared by every request (atomics, no lock).
 #[derive(Default)]
 pub struct Metrics {
@@ -42,6 +45,14 @@ pub struct Metrics {
     pub groups: AtomicU64,
     pub group_docs: AtomicU64,
     pub group_micros: AtomicU64,
+    /// Time of the group commits by phase ([`crate::lifecycle::add::ADD_PHASES`]), then
+    /// the writer's own work after the add (merge policy, snapshot swap, answers).
+    pub group_phase_micros: [AtomicU64; GROUP_PHASES],
+    /// The start-up check of every segment block has finished (`/healthz` `warm`).
+    pub warm: std::sync::atomic::AtomicBool,
+    /// WAL syncs of the sync thread (each covers every group commit written before it).
+    pub wal_syncs: AtomicU64,
+    pub wal_sync_micros: AtomicU64,
     /// Inserts answered 503 because another process held the writer lock too long.
     pub writer_busy: AtomicU64,
     /// Snapshots installed (own publishes and another process's, seen by the watcher).
@@ -171,6 +182,24 @@ impl Metrics {
             "# HELP ndd_group_commit_seconds_total Time spent in group commits.\n# TYPE ndd_group_commit_seconds_total counter\nndd_group_commit_seconds_total {}",
             self.group_micros.load(Relaxed) as f64 / 1e6
         );
+        let _ = writeln!(
+            o,
+            "# HELP ndd_wal_syncs_total WAL syncs answering group commits.\n# TYPE ndd_wal_syncs_total counter\nndd_wal_syncs_total {}\n# HELP ndd_wal_sync_seconds_total Time in WAL syncs.\n# TYPE ndd_wal_sync_seconds_total counter\nndd_wal_sync_seconds_total {}",
+            self.wal_syncs.load(Relaxed),
+            self.wal_sync_micros.load(Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(
+            o,
+            "# HELP ndd_group_phase_seconds_total Time of group commits by phase.\n# TYPE ndd_group_phase_seconds_total counter"
+        );
+        let names = crate::lifecycle::add::ADD_PHASES.iter().chain(&["writer"]);
+        for (name, v) in names.zip(&self.group_phase_micros) {
+            let _ = writeln!(
+                o,
+                "ndd_group_phase_seconds_total{{phase=\"{name}\"}} {}",
+                v.load(Relaxed) as f64 / 1e6
+            );
+        }
         let gauges = [
             (
                 "ndd_index_documents",

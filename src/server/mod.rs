@@ -83,6 +83,9 @@ pub struct ServeConfig {
     pub fold_docs: u64,
     /// How long shutdown waits for requests in flight.
     pub shutdown_grace: Duration,
+    /// Sync group commits on a second thread while the writer prepares the next group
+    /// (`NDD_SERVE_INLINE_SYNC=1` turns it off, for comparison).
+    pub pipeline_sync: bool,
 }
 
 impl ServeConfig {
@@ -104,6 +107,7 @@ impl ServeConfig {
             max_batch_docs: 10_000,
             fold_docs: crate::lifecycle::add::DEFAULT_FOLD_DOCS,
             shutdown_grace: Duration::from_secs(30),
+            pipeline_sync: std::env::var_os("NDD_SERVE_INLINE_SYNC").is_none_or(|v| v != "1"),
         }
     }
 }
@@ -156,6 +160,7 @@ async fn serve(
             max_group_docs: cfg.max_group_docs.max(1),
             fold_docs: cfg.fold_docs,
             queue: 4096,
+            pipeline_sync: cfg.pipeline_sync,
         },
         Arc::clone(&snapshots),
         Arc::clone(&metrics),
@@ -173,6 +178,30 @@ async fn serve(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let watcher = tokio::spawn(watch_catalog(Arc::clone(&state), stop_rx.clone()));
+    // Warm-up: check (and fault in) every block of the snapshot's segments once, in file
+    // order, on a background thread, instead of at random on each block's first query.
+    {
+        let st = Arc::clone(&state);
+        let stop = stop_rx.clone();
+        std::thread::Builder::new()
+            .name("ndd-warm-up".into())
+            .spawn(move || {
+                let snap = st.snapshots.get();
+                let t = Instant::now();
+                for s in &snap.view().segments {
+                    if let Err(e) = s.seg.check_all_blocks(&|| *stop.borrow()) {
+                        eprintln!("ndd-index serve: warm-up: {e}");
+                    }
+                }
+                st.metrics.warm.store(true, Relaxed);
+                eprintln!(
+                    "ndd-index serve: warm-up: {} segments checked in {:.1} s",
+                    snap.view().segments.len(),
+                    t.elapsed().as_secs_f64()
+                );
+            })
+            .map_err(|e| Error::io("<warm-up thread>", e))?;
+    }
 
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
@@ -1001,7 +1030,8 @@ fn live_docs(ix: &Index) -> u64 {
 async fn healthz(State(st): St) -> Response {
     let snap = st.snapshots.get();
     Json(json!({"status": "ok", "documents": live_docs(&snap),
-                "writer_held": st.writer.held.load(Relaxed)}))
+                "writer_held": st.writer.held.load(Relaxed),
+                "warm": st.metrics.warm.load(Relaxed)}))
     .into_response()
 }
 

@@ -77,6 +77,9 @@ pub struct WriterConfig {
     pub fold_docs: u64,
     /// Requests that may wait in the queue; more are answered 503 at once.
     pub queue: usize,
+    /// Sync the WAL on a second thread (the next group is prepared meanwhile); `false`:
+    /// every group's write is synced by the writer itself before the next group starts.
+    pub pipeline_sync: bool,
 }
 
 /// The handle request handlers use.
@@ -121,7 +124,17 @@ pub fn spawn(
     let held = Arc::new(AtomicBool::new(false));
     let swap = Arc::new(Mutex::new(()));
     let retry_after = cfg.write_wait.as_secs().max(1);
+    let syncer = if cfg.pipeline_sync {
+        Some(Syncer::spawn(
+            Arc::clone(&snapshots),
+            Arc::clone(&metrics),
+            Arc::clone(&swap),
+        )?)
+    } else {
+        None
+    };
     let mut w = Writer {
+        syncer,
         cfg,
         rx,
         pending: VecDeque::new(),
@@ -155,9 +168,132 @@ struct Writer {
     metrics: Arc<Metrics>,
     held: Arc<AtomicBool>,
     swap: Arc<Mutex<()>>,
+    /// Group commits written but not yet synced, answered by the sync thread.
+    syncer: Option<Syncer>,
+}
+
+/// A group commit whose write is in RocksDB's WAL but not yet synced: after the sync its
+/// snapshot is installed and its requests answered.
+struct SyncJob {
+    snapshot: Arc<Index>,
+    answers: Vec<(oneshot::Sender<InsertReply>, InsertReply)>,
+}
+
+/// The sync thread: takes every waiting job, syncs the WAL once for all of them (an fsync
+/// covers every write before it), installs the newest snapshot, then answers. A failed sync
+/// answers every job 500 and marks the writer for a reopen.
+struct Syncer {
+    tx: SyncSender<SyncJob>,
+    join: std::thread::JoinHandle<()>,
+    /// Jobs handed over and not yet answered.
+    in_flight: Arc<(Mutex<usize>, std::sync::Condvar)>,
+    failed: Arc<AtomicBool>,
+}
+
+impl Syncer {
+    fn spawn(
+        snapshots: Arc<Snapshots>,
+        metrics: Arc<Metrics>,
+        swap: Arc<Mutex<()>>,
+    ) -> std::io::Result<Syncer> {
+        let (tx, rx) = mpsc::sync_channel::<SyncJob>(256);
+        let in_flight = Arc::new((Mutex::new(0usize), std::sync::Condvar::new()));
+        let failed = Arc::new(AtomicBool::new(false));
+        let (fl, fa) = (Arc::clone(&in_flight), Arc::clone(&failed));
+        let join = std::thread::Builder::new()
+            .name("ndd-wal-sync".into())
+            .spawn(move || {
+                while let Ok(first) = rx.recv() {
+                    let mut jobs = vec![first];
+                    while let Ok(j) = rx.try_recv() {
+                        jobs.push(j);
+                    }
+                    let t = Instant::now();
+                    let last = &jobs[jobs.len() - 1].snapshot;
+                    let synced = last.catalog().sync_wal();
+                    metrics.wal_syncs.fetch_add(1, Relaxed);
+                    metrics
+                        .wal_sync_micros
+                        .fetch_add(t.elapsed().as_micros() as u64, Relaxed);
+                    match synced {
+                        Ok(()) => {
+                            let _g = swap.lock().unwrap_or_else(|p| p.into_inner());
+                            snapshots.set(Arc::clone(last));
+                            metrics.snapshots.fetch_add(1, Relaxed);
+                        }
+                        Err(e) => {
+                            fa.store(true, Relaxed);
+                            let msg = e.to_string();
+                            for j in jobs.iter_mut() {
+                                for a in j.answers.iter_mut() {
+                                    a.1 = Err(ApiError::new(
+                                        StatusCode::INTERNAL_SERVER_ERROR,
+                                        "write_failed",
+                                        format!("the write failed and was not acknowledged: {msg}"),
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                    let n = jobs.len();
+                    for j in jobs {
+                        drop(j.snapshot);
+                        for (reply, answer) in j.answers {
+                            let _ = reply.send(answer);
+                        }
+                    }
+                    let (m, cv) = &*fl;
+                    let mut c = m.lock().unwrap_or_else(|p| p.into_inner());
+                    *c -= n;
+                    cv.notify_all();
+                }
+            })?;
+        Ok(Syncer {
+            tx,
+            join,
+            in_flight,
+            failed,
+        })
+    }
+
+    fn submit(&self, job: SyncJob) {
+        *self.in_flight.0.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        if let Err(e) = self.tx.send(job) {
+            // The thread is gone (it cannot be while the writer runs); answer here.
+            let job = e.0;
+            for (reply, _) in job.answers {
+                let _ = reply.send(Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "the sync thread stopped",
+                )));
+            }
+            *self.in_flight.0.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        }
+    }
+
+    /// Waits until every job handed over is answered.
+    fn wait(&self) {
+        let (m, cv) = &*self.in_flight;
+        let mut c = m.lock().unwrap_or_else(|p| p.into_inner());
+        while *c > 0 {
+            c = cv.wait(c).unwrap_or_else(|p| p.into_inner());
+        }
+    }
 }
 
 impl Writer {
+    /// Waits for the sync thread to answer everything handed to it, so a publish or release
+    /// of the writer never races an older snapshot; reopens after a failed sync.
+    fn drain_syncs(&mut self) {
+        if let Some(s) = &self.syncer {
+            s.wait();
+            if s.failed.swap(false, Relaxed) {
+                self.release_now();
+            }
+        }
+    }
+
     fn run(&mut self) {
         let mut stopping = false;
         loop {
@@ -202,6 +338,10 @@ impl Writer {
             }
         }
         self.release();
+        if let Some(s) = self.syncer.take() {
+            drop(s.tx);
+            let _ = s.join.join();
+        }
     }
 
     /// Takes the writer lock if not held, waiting up to `deadline` for another process.
@@ -242,6 +382,12 @@ impl Writer {
     /// Gives the writer lock back: installs a read-only snapshot, waits until no query uses
     /// the writer's catalog any more, then closes it.
     fn release(&mut self) {
+        self.drain_syncs();
+        self.release_now();
+    }
+
+    /// [`Writer::release`] once nothing is left with the sync thread.
+    fn release_now(&mut self) {
         let Some(w) = self.index.take() else {
             return;
         };
@@ -275,6 +421,7 @@ impl Writer {
     }
 
     fn delete(&mut self, key: &str, deadline: Instant) -> Result<DeleteSummary, ApiError> {
+        self.drain_syncs();
         self.ensure_writer(deadline)?;
         let w = self.index.as_mut().expect("writer held");
         let r = w.delete(&DeleteSelector::Keys(vec![key.to_owned()]));
@@ -332,6 +479,9 @@ impl Writer {
             self.pending.push_front(op);
         }
 
+        if self.syncer.as_ref().is_some_and(|s| s.failed.load(Relaxed)) {
+            self.drain_syncs(); // a sync failed: reopen before writing again
+        }
         let deadline = group
             .iter()
             .map(|g| g.2)
@@ -360,6 +510,7 @@ impl Writer {
         let keys_in_order: Vec<String> = docs.iter().map(|d| d.0.clone()).collect();
         let opts = AddOptions {
             fold_docs: self.cfg.fold_docs.max(1),
+            sync: self.syncer.is_none(),
             ..AddOptions::default()
         };
         let mut reports: HashMap<String, VecDeque<DocReport>> = HashMap::new();
@@ -379,17 +530,28 @@ impl Writer {
                 }
                 Ok(s)
             });
+        let mut add_micros = 0;
+        if let Ok(s) = &result {
+            for (m, us) in self.metrics.group_phase_micros.iter().zip(s.phase_micros) {
+                m.fetch_add(us, Relaxed);
+                add_micros += us;
+            }
+        }
         self.metrics.groups.fetch_add(1, Relaxed);
         self.metrics
             .group_docs
             .fetch_add(keys_in_order.len() as u64, Relaxed);
         match result {
             Ok(_) => {
-                self.publish();
                 self.metrics
                     .group_micros
                     .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
                 let mut keys = keys_in_order.into_iter();
+                // The writer's own part: the merge policy after a fold, the snapshot swap.
+                let phases = &self.metrics.group_phase_micros;
+                let total = started.elapsed().as_micros() as u64;
+                phases[phases.len() - 1].fetch_add(total.saturating_sub(add_micros), Relaxed);
+                let mut answers = Vec::with_capacity(replies.len());
                 for (count, reply) in counts.into_iter().zip(replies) {
                     let mut out = Vec::with_capacity(count);
                     for key in keys.by_ref().take(count) {
@@ -410,7 +572,22 @@ impl Writer {
                             "the index reported fewer documents than were sent",
                         ))
                     };
-                    let _ = reply.send(answer);
+                    answers.push((reply, answer));
+                }
+                match (&self.syncer, &self.index) {
+                    (Some(syncer), Some(w)) => {
+                        // Durable and visible once the sync thread has synced the WAL.
+                        syncer.submit(SyncJob {
+                            snapshot: Arc::new(w.snapshot()),
+                            answers,
+                        });
+                    }
+                    _ => {
+                        self.publish();
+                        for (reply, answer) in answers {
+                            let _ = reply.send(answer);
+                        }
+                    }
                 }
             }
             Err(e) => {

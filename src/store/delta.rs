@@ -154,6 +154,26 @@ impl Catalog {
         Ok(out)
     }
 
+    /// The delta documents with `lo <= doc < hi`, in doc id order (one range scan: merging
+    /// a few of the snapshot's delta pieces reads only their documents).
+    pub fn delta_docs_in(&self, lo: u32, hi: u32) -> Result<Vec<(u32, DeltaDoc)>> {
+        let Some(cf) = self.db.cf_handle(CF_DELTA) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let from = doc_key(lo);
+        let mode = IteratorMode::From(&from, rocksdb::Direction::Forward);
+        for item in self.db.iterator_cf(cf, mode) {
+            let (k, v) = item.map_err(|e| db_err(&self.path, e))?;
+            let doc = parse_doc_key(&k)?;
+            if doc >= hi {
+                break;
+            }
+            out.push((doc, DeltaDoc::decode(doc, &v)?));
+        }
+        Ok(out)
+    }
+
     /// Doc ids in the delta, without decoding the values.
     pub fn delta_ids(&self) -> Result<Vec<u32>> {
         let Some(cf) = self.db.cf_handle(CF_DELTA) else {

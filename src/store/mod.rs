@@ -398,6 +398,22 @@ impl Catalog {
             .map_err(|e| db_err(&self.path, e))
     }
 
+    /// Writes a batch atomically, to RocksDB's WAL but without the fsync: NOT durable until
+    /// a later [`Catalog::sync_wal`] (or synced commit) returns. A server's writer overlaps
+    /// the fsync of one group commit with the work of the next this way, and answers a
+    /// group only after the sync.
+    pub fn commit_unsynced(&self, batch: CatalogBatch<'_>) -> Result<()> {
+        let wo = WriteOptions::default();
+        self.db
+            .write_opt(batch.wb, &wo)
+            .map_err(|e| db_err(&self.path, e))
+    }
+
+    /// Makes every write committed so far durable (fsync of the WAL).
+    pub fn sync_wal(&self) -> Result<()> {
+        self.db.flush_wal(true).map_err(|e| db_err(&self.path, e))
+    }
+
     /// Approximate on-disk size of the RocksDB files.
     pub fn disk_bytes(&self) -> u64 {
         dir_bytes(&self.path)

@@ -17,13 +17,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "\
-serve-load --addr 127.0.0.1:PORT --docs DIR [--mode query|insert|batch] [--clients N=8]
+serve-load --addr 127.0.0.1:PORT --docs DIR|FILE.warc [--mode query|insert|batch] [--clients N=8]
            [--requests N=10000] [--seconds S=30] [--batch-size B=100] [--key-prefix P=load-]
            [--token-file F] [--query-args 'threshold=0.5&top=10'] [--max-docs N=20000]
-           [--acked FILE] [--json]
+           [--acked FILE] [--stop-file FILE] [--json]
   query:  POST /v1/query with page i (cycling through DIR)
   insert: POST /v1/documents?key=PREFIX<client>-<i>, one page per request
   batch:  POST /v1/documents:batch with B pages per request (JSON lines)
+  --docs FILE.warc: the pages of the WARC's response records (a truncated last record is left out)
+  --stop-file FILE: also stop once FILE exists (e.g. written when another process's ingest ends)
   --acked FILE: append the key of every insert answered 2xx (the durability check)
   Loopback only; at most 10,000,000 requests and 3,600 seconds.
 ";
@@ -42,6 +44,7 @@ struct Opts {
     query_args: String,
     max_docs: usize,
     acked: Option<PathBuf>,
+    stop_file: Option<PathBuf>,
     json: bool,
 }
 
@@ -59,6 +62,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         query_args: String::new(),
         max_docs: 20_000,
         acked: None,
+        stop_file: None,
         json: false,
     };
     let mut it = args.iter();
@@ -81,6 +85,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--query-args" => o.query_args = val()?,
             "--max-docs" => o.max_docs = val()?.parse().map_err(|e| format!("--max-docs: {e}"))?,
             "--acked" => o.acked = Some(PathBuf::from(val()?)),
+            "--stop-file" => o.stop_file = Some(PathBuf::from(val()?)),
             "--json" => o.json = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -113,8 +118,76 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     Ok(o)
 }
 
-/// Pages under `dir` (recursively, sorted), at most `max`.
+/// The end of a header block (`\r\n\r\n`, or `\n\n`) from `from`: (block end, body start).
+fn head_end(b: &[u8], from: usize) -> Option<(usize, usize)> {
+    let rest = b.get(from..)?;
+    if let Some(i) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+        return Some((from + i, from + i + 4));
+    }
+    rest.windows(2)
+        .position(|w| w == b"\n\n")
+        .map(|i| (from + i, from + i + 2))
+}
+
+/// The HTML bodies of a WARC file's `response` records, at most `max`. A record cut short at
+/// the end of the file (a WARC truncated with `head -c`) is left out.
+fn load_warc(path: &Path, max: usize) -> Result<Vec<Vec<u8>>, String> {
+    let b = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    while out.len() < max {
+        let Some(start) = b[pos..]
+            .windows(8)
+            .position(|w| w == b"WARC/1.0")
+            .map(|i| pos + i)
+        else {
+            break;
+        };
+        let Some((hend, body)) = head_end(&b, start) else {
+            break;
+        };
+        let head = String::from_utf8_lossy(&b[start..hend]);
+        let field = |name: &str| {
+            head.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case(name)
+                    .then(|| v.trim().to_owned())
+            })
+        };
+        let len: usize = field("Content-Length")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| {
+                format!(
+                    "{}: WARC record at byte {start} without Content-Length",
+                    path.display()
+                )
+            })?;
+        if body + len > b.len() {
+            break; // cut short
+        }
+        let content = &b[body..body + len];
+        if field("WARC-Type").as_deref() == Some("response") {
+            // Skip the HTTP status line and headers.
+            if let Some((_, page)) = head_end(content, 0) {
+                if page < content.len() {
+                    out.push(content[page..].to_vec());
+                }
+            }
+        }
+        pos = body + len;
+    }
+    if out.is_empty() {
+        return Err(format!("no response records in {}", path.display()));
+    }
+    Ok(out)
+}
+
+/// Pages under `dir` (recursively, sorted), at most `max`; or the pages of a WARC file.
 fn load_docs(dir: &Path, max: usize) -> Result<Vec<Vec<u8>>, String> {
+    if dir.is_file() {
+        return load_warc(dir, max);
+    }
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -246,6 +319,15 @@ fn json_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// A number for the JSON line (`null` when there was nothing to measure).
+fn json_num(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.3}")
+    } else {
+        "null".into()
+    }
+}
+
 fn pct(v: &mut [u64], p: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -299,6 +381,9 @@ fn main() -> ExitCode {
             let mut statuses: std::collections::BTreeMap<u16, u64> = Default::default();
             let mut j = 0u64;
             while Instant::now() < deadline {
+                if j % 16 == 0 && o.stop_file.as_ref().is_some_and(|f| f.exists()) {
+                    break;
+                }
                 let i = issued.fetch_add(1, Ordering::Relaxed);
                 if i >= o.requests {
                     break;
@@ -382,7 +467,7 @@ fn main() -> ExitCode {
     let line = format!(
         "{{\"mode\":\"{}\",\"clients\":{},\"seconds\":{:.3},\"ok\":{ok},\"http_errors\":{bad},\"failed\":{failed},\
 \"requests_per_s\":{:.1},\"docs_per_s\":{:.1},\"client_ms\":{{\"p50\":{:.3},\"p90\":{:.3},\"p99\":{:.3},\"max\":{:.3}}},\
-\"server_ms\":{{\"p50\":{:.3},\"p99\":{:.3}}},\"statuses\":{{{}}}}}",
+\"server_ms\":{{\"p50\":{},\"p99\":{}}},\"statuses\":{{{}}}}}",
         o.mode,
         o.clients,
         secs,
@@ -392,8 +477,8 @@ fn main() -> ExitCode {
         pct(&mut lat, 0.9),
         pct(&mut lat, 0.99),
         pct(&mut lat, 1.0),
-        pct(&mut took, 0.5),
-        pct(&mut took, 0.99),
+        json_num(pct(&mut took, 0.5)),
+        json_num(pct(&mut took, 0.99)),
         statuses.join(",")
     );
     if o.json {
