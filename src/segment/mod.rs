@@ -18,6 +18,7 @@
 
 mod block;
 mod ef;
+pub mod filter;
 mod format;
 #[doc(hidden)]
 pub mod fuzz;
@@ -53,6 +54,10 @@ pub const FORWARD: u32 = 2;
 /// Table of feature hash -> its document frequency in the segment (u32 LE), for keys in more
 /// than [`FREQUENT_DF`] documents. Used only to order probe keys (rare first) and bound `--max-df`.
 pub const FREQUENT: u32 = 3;
+/// Table of POSTINGS block number -> that block's key filter (src/segment/filter.rs), written
+/// by `SegmentWriter` itself alongside every non-empty POSTINGS table (format 2). Optional:
+/// a segment without it reads as "every key may be present".
+pub const POSTINGS_FILTER: u32 = 4;
 /// A key in more documents than this (within one segment) goes into [`FREQUENT`].
 pub const FREQUENT_DF: u32 = 16;
 /// Table of DSC-SS supershingle -> posting list (src/method/dsc.rs).
