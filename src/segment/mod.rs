@@ -47,6 +47,10 @@ pub use u64s::{
 pub use verify::{Problem, VerifyReport};
 pub use writer::{SegmentWriter, FORMAT_ENV};
 
+/// Environment variable: `NDD_KEY_FILTER=0` makes readers ignore the POSTINGS key filters
+/// (every key may be present), as builds before table 4 did. For before/after benchmarks only.
+pub const KEY_FILTER_ENV: &str = "NDD_KEY_FILTER";
+
 /// Table of shingle/feature hash -> posting list (see `encode_postings`).
 pub const POSTINGS: u32 = 1;
 /// Table of doc id (as u64) -> the doc's sorted feature hashes (see `encode_u64s`).

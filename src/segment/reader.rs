@@ -211,6 +211,9 @@ impl Segment {
         let Some(ft) = self.table(super::POSTINGS_FILTER) else {
             return Ok(None);
         };
+        if std::env::var(super::KEY_FILTER_ENV).is_ok_and(|v| v == "0") {
+            return Ok(None);
+        }
         let blocks = self.table(super::POSTINGS).map_or(0, |t| t.blocks.len()) as u64;
         let at = ft.blocks.first().map_or(0, |b| b.offset);
         if ft.meta.entries != blocks {
