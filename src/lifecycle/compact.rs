@@ -120,11 +120,19 @@ impl Index {
         }
         // Every table of the inputs is merged by what its keys and values are: doc-keyed
         // tables drop deleted documents, posting tables drop deleted ids and empty keys, and
-        // FREQUENT is recomputed from the merged POSTINGS.
+        // FREQUENT is recomputed from the merged POSTINGS, POSTINGS_FILTER by the writer.
         let mut extra_tables: Vec<u32> = inputs
             .iter()
             .flat_map(|s| s.seg.tables().map(|t| t.id).collect::<Vec<_>>())
-            .filter(|id| ![segment::FORWARD, segment::POSTINGS, FREQUENT_TABLE].contains(id))
+            .filter(|id| {
+                ![
+                    segment::FORWARD,
+                    segment::POSTINGS,
+                    FREQUENT_TABLE,
+                    segment::POSTINGS_FILTER,
+                ]
+                .contains(id)
+            })
             .collect();
         extra_tables.sort_unstable();
         extra_tables.dedup();
