@@ -153,6 +153,11 @@ const C_COLD: f64 = 150e-6;
 const SEQ_BW: f64 = 400e6;
 /// Sorting one 12-byte probe record or candidate in memory.
 const C_SORT: f64 = 0.25e-6;
+/// The join's work per surviving lookup beyond the block: emitting its candidate records,
+/// the partner sort's merge and dedup, regrouping for verification (the probe matching
+/// verifies in place). With the index in memory this makes probe the cheaper, as measured on
+/// llvm-docs (BENCHMARKS.md, "`--matching` on llvm-docs").
+const C_CAND: f64 = 1.0e-6;
 
 /// Estimates both matchings' costs for probing documents `docs` under `mem_bytes`, and picks
 /// the cheaper. Reads only block indexes and key filters (no posting block).
@@ -243,7 +248,7 @@ pub fn plan(
         + p.probe_keys * C_SORT
         + sort_io
         + p.blocks * (block_bytes / SEQ_BW + C_HOT)
-        + p.surviving * (C_SORT + C_HOT * 0.2);
+        + p.surviving * (C_SORT + C_HOT * 0.2 + C_CAND);
     p.choice = if p.cost_probe <= p.cost_join {
         Matching::Probe
     } else {
