@@ -25,6 +25,8 @@ pub struct TableBytes {
     pub postings: u64,
     pub forward: u64,
     pub frequent: u64,
+    /// The POSTINGS key filters (table 4, format-spec/segment.md "Key filter").
+    pub key_filters: u64,
     /// The method tables (simhash, DSC-SS, I-Match ...): every other table of the segments.
     pub methods: u64,
     pub segments_total: u64,
@@ -72,10 +74,19 @@ impl Index {
             bytes.postings += table(segment::POSTINGS);
             bytes.forward += table(segment::FORWARD);
             bytes.frequent += table(FREQUENT_TABLE);
+            bytes.key_filters += table(segment::POSTINGS_FILTER);
             bytes.methods += s
                 .seg
                 .tables()
-                .filter(|t| ![segment::POSTINGS, segment::FORWARD, FREQUENT_TABLE].contains(&t.id))
+                .filter(|t| {
+                    ![
+                        segment::POSTINGS,
+                        segment::FORWARD,
+                        FREQUENT_TABLE,
+                        segment::POSTINGS_FILTER,
+                    ]
+                    .contains(&t.id)
+                })
                 .map(|t| t.bytes)
                 .sum::<u64>();
             bytes.segments_total += s.entry.bytes;

@@ -50,7 +50,7 @@ fi
 IDX=$OUT/idx-$DOCS-$MEM
 START=${START:-1}   # START=k resumes at batch k on the index the earlier batches built
 [ "$START" = 1 ] && rm -rf "$IDX"
-echo -e "batch\tdocs_in_index\tingest_s\tdocs_per_s\tpeak_rss_MiB\tindex_bytes_per_doc\tstage_seconds\tclusters_s\tclusters_rss_MiB\tmax_clusters"
+echo -e "batch\tdocs_in_index\tingest_s\tdocs_per_s\tpeak_rss_MiB\tindex_bytes_per_doc\tstage_seconds\tclusters_s\tclusters_rss_MiB\tmax_clusters\tmatching\tcpu_s\tload"
 total=0
 for b in $(seq 1 $((START - 1))); do
   total=$((total + $(grep -o '"added":[0-9]*' "$OUT/ingest-$b.json" | cut -d: -f2)))
@@ -67,5 +67,8 @@ for b in $(seq "$START" "$BATCHES"); do
   s=$(wall "$OUT/ingest-$b.time")
   stages=$(grep -o '"stage_seconds":{[^}]*}' "$OUT/ingest-$b.json" | sed 's/"stage_seconds"://; s/"//g')
   big=$(awk '{n[$1]++} END {m=0; for (c in n) if (n[c] > m) m = n[c]; print m}' "$OUT/clusters-$b.tsv")
-  echo -e "$b\t$total\t$s\t$(awk -v n="$n" -v s="$s" 'BEGIN{printf "%.0f", n/s}')\t$(rss "$OUT/ingest-$b.time")\t$((bytes / total))\t$stages\t$(wall "$OUT/clusters-$b.time")\t$(rss "$OUT/clusters-$b.time")\t${big:-0}"
+  # The matching used, posting blocks read and probe lookups the key filters ruled out.
+  match=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])).get("matching_stats") or {}; print("%s/blocks=%s/filtered=%s" % (m.get("matching"), m.get("blocks_read"), m.get("keys_filtered")))' "$OUT/ingest-$b.json" 2>/dev/null || echo -)
+  cpu=$(awk -F': ' '/User time|System time/ {s+=$2} END {printf "%.1f", s}' "$OUT/ingest-$b.time")
+  echo -e "$b\t$total\t$s\t$(awk -v n="$n" -v s="$s" 'BEGIN{printf "%.0f", n/s}')\t$(rss "$OUT/ingest-$b.time")\t$((bytes / total))\t$stages\t$(wall "$OUT/clusters-$b.time")\t$(rss "$OUT/clusters-$b.time")\t${big:-0}\t$match\t$cpu\t$(cut -d' ' -f1 /proc/loadavg)"
 done

@@ -61,7 +61,8 @@ pub struct IngestArgs {
     mem: Option<u64>,
     /// How new documents are matched against the index: join (sorted probe records
     /// merge-joined with the segments, sequential reads, bounded by --mem), probe (random
-    /// lookups per document), or auto (probe while the segments fit in --mem, else join).
+    /// lookups per document), or auto (the cheaper of the two by a cost model over the
+    /// probe keys that pass the segments' key filters, the blocks they touch and --mem).
     /// All find the same pairs.
     #[arg(long, default_value = "auto")]
     matching: pipeline::Matching,

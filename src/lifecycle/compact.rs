@@ -172,11 +172,17 @@ impl Index {
 fn other_tables(segs: &[&Segment]) -> Result<Vec<u32>> {
     // Every table of the inputs is merged by what its keys and values are: doc-keyed
     // tables drop deleted documents, posting tables drop deleted ids and empty keys, and
-    // FREQUENT is recomputed from the merged POSTINGS.
+    // FREQUENT is recomputed from the merged POSTINGS, POSTINGS_FILTER by the writer.
+    let own = [
+        segment::FORWARD,
+        segment::POSTINGS,
+        FREQUENT_TABLE,
+        segment::POSTINGS_FILTER,
+    ];
     let mut extra_tables: Vec<u32> = segs
         .iter()
         .flat_map(|s| s.tables().map(|t| t.id).collect::<Vec<_>>())
-        .filter(|id| ![segment::FORWARD, segment::POSTINGS, FREQUENT_TABLE].contains(id))
+        .filter(|id| !own.contains(id))
         .collect();
     extra_tables.sort_unstable();
     extra_tables.dedup();

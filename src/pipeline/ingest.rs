@@ -101,6 +101,10 @@ pub struct IngestSummary {
     pub max_df_probes_cut: u64,
     #[serde(default)]
     pub max_df_postings_skipped: u64,
+    /// The matching's counters (`PairsStats`: matching used, planner estimates, blocks read,
+    /// keys the key filters ruled out), for benchmarks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matching_stats: Option<serde_json::Value>,
 }
 
 /// Wall time of the stages of an ingest, in seconds.
@@ -519,6 +523,7 @@ impl Index {
         s.max_df_keys_cut = mstats.max_df_keys_cut;
         s.max_df_probes_cut = mstats.max_df_probes_cut;
         s.max_df_postings_skipped = mstats.max_df_postings_skipped;
+        s.matching_stats = serde_json::to_value(&mstats).ok();
         Ok((view, pairs))
     }
 

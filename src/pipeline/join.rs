@@ -9,7 +9,9 @@
 //!    rarest features, [`Matcher::choose_probes`]) and emits `(key, a)`; an external sort orders
 //!    them by key.
 //! 2. **Merge join.** The sorted probe stream is joined with every segment's POSTINGS table
-//!    through a forward-only [`Seeker`]: each segment is read once, at increasing offsets. Each
+//!    through a forward-only [`Seeker`]: each segment is read once, at increasing offsets, and
+//!    only in the blocks whose key filter (table `POSTINGS_FILTER`) admits a probe key: a key
+//!    the filter rules out costs three bytes of the filter, no block read. Each
 //!    posting `d` of a probed key gives a candidate `(d, a)` when `a` is allowed to pair with it
 //!    (`d > a`, or `d` older than the batch); a second external sort orders the candidates by
 //!    partner and drops repeats (a pair sharing several probe keys).
@@ -223,6 +225,7 @@ pub fn join_pairs(
         join_key(k, &probers, &mut seekers, &mut cands, &mut stats)?;
     }
     stats.blocks_read = seekers.iter().map(|s| s.blocks_read).sum();
+    stats.keys_filtered = seekers.iter().map(|s| s.keys_filtered).sum();
     drop(seekers);
     stats.candidate_records = cands.stats().records;
     let cands = cands.finish()?;
@@ -406,5 +409,113 @@ mod tests {
         // Every run file was removed.
         let left = std::fs::read_dir(&tmpdir).map(|d| d.count()).unwrap_or(0);
         assert_eq!(left, 0);
+    }
+
+    /// A second batch matched against the first: the old segment's key filters rule out the
+    /// new pages' own shingles before any block is read, and the pairs are exactly those of
+    /// the probe pipeline (which reads through `Segment::get`, filtered too) for every budget.
+    #[test]
+    fn key_filters_skip_blocks_and_keep_the_pairs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let word = |d: u32, i: u32| {
+            if i < 60 {
+                format!("f{}w{i}", d % 20)
+            } else {
+                format!("own{d}x{i}")
+            }
+        };
+        // ~180k distinct shingles: dozens of POSTINGS blocks.
+        let mut ix = word_pages_index(tmp.path(), 3000, 120, word);
+        let lo = ix.view().doc_ids();
+        let docs2 = tmp.path().join("docs2");
+        std::fs::create_dir_all(&docs2).unwrap();
+        for d in 0..40u32 {
+            // 2 near copies of batch-1 pages, 38 pages of words never seen.
+            let text: Vec<String> = (0..120)
+                .map(|i| {
+                    if d < 2 {
+                        word(d, i)
+                    } else {
+                        format!("new{d}y{i}")
+                    }
+                })
+                .collect();
+            let html = format!("<html><body><p>{}</p></body></html>", text.join(" "));
+            std::fs::write(docs2.join(format!("n{d:02}.html")), html).unwrap();
+        }
+        let opts = crate::pipeline::IngestOptions {
+            mem_bytes: 16 << 20,
+            ..Default::default()
+        };
+        ix.ingest(vec![docs2], &opts, &mut |_| Ok(()), &|_| {})
+            .unwrap();
+        let view = ix.view();
+        assert!(view.segments.len() >= 2);
+        assert!(view.segments.iter().all(|s| s.seg.has_key_filter()));
+        let sample = ix.options().sample().unwrap();
+        let tmpdir = tmp.path().join("sort");
+        for t in ["0.5", "0.8"] {
+            let cfg = PairsConfig::new(sample, t.parse().unwrap());
+            let range = lo..view.doc_ids();
+            let mut want = Vec::new();
+            for_each_pair_block(view, &cfg, range.clone(), lo, |b| {
+                want.extend_from_slice(b);
+                Ok(())
+            })
+            .unwrap();
+            want.sort_unstable_by_key(|p| (p.a, p.b));
+            assert!(!want.is_empty(), "the near copies pair with batch 1");
+            for mem in [16 << 10, 64 << 20] {
+                let sort = SortOptions::new(mem, &tmpdir);
+                let mut got = Vec::new();
+                let s = join_pairs(view, &cfg, &sort, range.clone(), lo, |b| {
+                    got.extend_from_slice(b);
+                    Ok(())
+                })
+                .unwrap();
+                let pairs =
+                    |v: &[Pair]| v.iter().map(|p| (p.a, p.b, p.m.inter)).collect::<Vec<_>>();
+                assert_eq!(pairs(&got), pairs(&want), "t {t} mem {mem}");
+                // 38 pages' probes of unseen words: the old segment's filters rule most out,
+                // and the blocks holding none of the true hits are never read.
+                let blocks: u64 = view
+                    .segments
+                    .iter()
+                    .filter_map(|s| s.seg.table_meta(segment::POSTINGS))
+                    .map(|t| t.blocks as u64)
+                    .sum();
+                assert!(blocks > 30, "{blocks} blocks");
+                assert!(s.keys_filtered > 100, "{s:?}");
+                assert!(
+                    s.blocks_read < blocks,
+                    "{} of {blocks} blocks read",
+                    s.blocks_read
+                );
+                // The planner sees the same: far fewer surviving lookups than probe keys x segments.
+                let p = crate::pipeline::plan::plan(view, &cfg, range.clone(), mem);
+                assert!(
+                    p.probe_keys > 0.0 && p.surviving < p.probe_keys * view.segments.len() as f64,
+                    "{p:?}"
+                );
+                // Auto picks one of the two and finds the same pairs.
+                let mut auto = Vec::new();
+                let st = crate::pipeline::for_each_pair(
+                    crate::pipeline::Matching::Auto,
+                    view,
+                    &cfg,
+                    &sort,
+                    range.clone(),
+                    lo,
+                    |b| {
+                        auto.extend_from_slice(b);
+                        Ok(())
+                    },
+                )
+                .unwrap();
+                auto.sort_unstable_by_key(|p| (p.a, p.b));
+                assert_eq!(pairs(&auto), pairs(&want));
+                assert_eq!(st.matching, st.plan.as_ref().map(|p| p.choice));
+            }
+        }
     }
 }

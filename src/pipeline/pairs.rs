@@ -23,7 +23,8 @@ use super::plan::MIN_BLOCK_DOCS;
 pub use super::plan::{Matching, Pair, PairsConfig, PairsStats, BLOCK_DOCS};
 
 /// Streams the pairs of [`for_each_pair_block`] through the chosen [`Matching`] (`Auto`
-/// resolved with [`Matching::resolve`] against `sort.mem_bytes`); the join pipeline sorts
+/// resolved by the cost model of [`super::plan::plan`] for these documents under
+/// `sort.mem_bytes`, its estimates in the stats); the join pipeline sorts
 /// under `sort` (budget and run-file directory). The stats name the matching used.
 pub fn for_each_pair(
     matching: Matching,
@@ -34,12 +35,15 @@ pub fn for_each_pair(
     older_than: u32,
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
-    let used = matching.resolve(view, sort.mem_bytes);
+    let planned = (matching == Matching::Auto)
+        .then(|| super::plan::plan(view, cfg, docs.clone(), sort.mem_bytes));
+    let used = planned.as_ref().map_or(matching, |p| p.choice);
     let mut stats = match used {
         Matching::Probe => for_each_pair_block(view, cfg, docs, older_than, emit),
         _ => super::join::join_pairs(view, cfg, sort, docs, older_than, emit),
     }?;
     stats.matching = Some(used);
+    stats.plan = planned;
     Ok(stats)
 }
 

@@ -40,6 +40,12 @@ pub struct PairsStats {
     pub blocks_read: u64,
     /// Join pipeline only: run files its three sorts spilled (0 = everything fit in memory).
     pub runs_spilled: u64,
+    /// Join pipeline only: (probe key, segment) lookups the segments' key filters answered
+    /// "absent" before any posting block was read.
+    pub keys_filtered: u64,
+    /// The planner's estimates, when `Auto` was resolved by [`plan`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<MatchPlan>,
     /// The matching that ran (`auto` resolved), when chosen through [`for_each_pair`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matching: Option<Matching>,
@@ -87,9 +93,10 @@ impl PairsConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Matching {
-    /// `Probe` when the live segments fit in the memory budget (random lookups then hit
-    /// memory and avoid three sorts), else `Join`: the planner's choice between an index
-    /// nested-loop and a sort-merge join.
+    /// The cheaper of the two by the cost model of [`plan`]: probe keys of a sample of the
+    /// probing documents are checked against every segment's block index and key filter, and
+    /// the surviving lookups and the blocks they touch are priced as random reads (`Probe`)
+    /// or as three sorts plus one sequential pass over those blocks (`Join`).
     #[default]
     Auto,
     /// Sorted probe records merge-joined with each segment, candidates and pairs through the
@@ -101,20 +108,153 @@ pub enum Matching {
 }
 
 impl Matching {
-    /// `Auto` resolved against a view and a memory budget; the others as they are.
-    pub fn resolve(self, view: &View, mem_bytes: u64) -> Matching {
+    /// `Auto` resolved for a whole-index run of `cfg` under a memory budget by the cost
+    /// model of [`plan`]; the others as they are.
+    pub fn resolve(self, view: &View, cfg: &PairsConfig, mem_bytes: u64) -> Matching {
         match self {
-            Matching::Auto => {
-                let bytes: u64 = view.segments.iter().map(|s| s.entry.bytes).sum();
-                if bytes <= mem_bytes {
-                    Matching::Probe
-                } else {
-                    Matching::Join
-                }
-            }
+            Matching::Auto => plan(view, cfg, 0..view.doc_ids(), mem_bytes).choice,
             m => m,
         }
     }
+}
+
+/// What the planner saw and estimated (seconds are model units calibrated on this machine,
+/// BENCHMARKS.md "Matching that reads only what it needs"; only their ratio matters).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct MatchPlan {
+    /// Probing documents whose probe keys were checked.
+    pub sampled_docs: u64,
+    /// Probing documents in the run (live, non-empty).
+    pub docs: u64,
+    /// Estimated probe keys of the run.
+    pub probe_keys: f64,
+    /// Estimated (key, segment) lookups that pass block range and key filter.
+    pub surviving: f64,
+    /// Estimated distinct posting blocks those lookups touch (what the join reads).
+    pub blocks: f64,
+    /// Posting blocks in all segments.
+    pub total_blocks: u64,
+    /// Bytes of all segments.
+    pub segment_bytes: u64,
+    pub cost_probe: f64,
+    pub cost_join: f64,
+    pub choice: Matching,
+}
+
+/// Probing documents sampled by [`plan`].
+const PLAN_SAMPLE: u32 = 256;
+/// Cost model (seconds): one key-filter check.
+const C_FILTER: f64 = 40e-9;
+/// A lookup in a block already in memory (block search, parse, find).
+const C_HOT: f64 = 1.5e-6;
+/// A random read of a posting block that is not in memory (fault + read + crc).
+const C_COLD: f64 = 150e-6;
+/// Sequential read bandwidth (bytes/s) for the join's block pass and its spilled sorts.
+const SEQ_BW: f64 = 400e6;
+/// Sorting one 12-byte probe record or candidate in memory.
+const C_SORT: f64 = 0.25e-6;
+/// The join's work per surviving lookup beyond the block: emitting its candidate records,
+/// the partner sort's merge and dedup, regrouping for verification (the probe matching
+/// verifies in place). With the index in memory this makes probe the cheaper, as measured on
+/// llvm-docs (BENCHMARKS.md, "`--matching` on llvm-docs").
+const C_CAND: f64 = 1.0e-6;
+
+/// Estimates both matchings' costs for probing documents `docs` under `mem_bytes`, and picks
+/// the cheaper. Reads only block indexes and key filters (no posting block).
+pub fn plan(
+    view: &View,
+    cfg: &PairsConfig,
+    docs: std::ops::Range<u32>,
+    mem_bytes: u64,
+) -> MatchPlan {
+    let end = docs.end.min(view.doc_ids());
+    let live: Vec<u32> = (docs.start..end)
+        .filter(|&d| view.is_live(d) && view.size(d) > 0)
+        .collect();
+    let mut p = MatchPlan {
+        docs: live.len() as u64,
+        segment_bytes: view.segments.iter().map(|s| s.seg.len_bytes()).sum(),
+        total_blocks: view
+            .segments
+            .iter()
+            .filter_map(|s| s.seg.table_meta(crate::segment::POSTINGS))
+            .map(|t| t.blocks as u64)
+            .sum(),
+        ..Default::default()
+    };
+    let nseg = view.segments.len();
+    let mut surv = vec![0u64; nseg];
+    let step = (live.len() as u32 / PLAN_SAMPLE).max(1) as usize;
+    let matcher =
+        crate::query::Matcher::new(view, cfg.sample, cfg.threshold).with_max_df(cfg.max_df);
+    let mut scratch = crate::query::Scratch::new(0);
+    let mut x = Vec::new();
+    let mut keys = 0u64;
+    for &a in live.iter().step_by(step) {
+        p.sampled_docs += 1;
+        let ok = view.features_into(a, &mut x).unwrap_or(false)
+            && matcher.choose_probes(&x, &mut scratch).unwrap_or(false);
+        if !ok {
+            continue;
+        }
+        for key in scratch.probes() {
+            keys += 1;
+            for (i, s) in view.segments.iter().enumerate() {
+                // A damaged filter counts as "may be present" here; the matching reports it.
+                if !matches!(s.seg.postings_block_for(key), Ok(None)) {
+                    surv[i] += 1;
+                }
+            }
+        }
+    }
+    let scale = if p.sampled_docs > 0 {
+        p.docs as f64 / p.sampled_docs as f64
+    } else {
+        0.0
+    };
+    p.probe_keys = keys as f64 * scale;
+    for (i, s) in view.segments.iter().enumerate() {
+        let n = surv[i] as f64 * scale;
+        p.surviving += n;
+        // Lookups spread over the segment's blocks: expected distinct blocks hit.
+        let b = s
+            .seg
+            .table_meta(crate::segment::POSTINGS)
+            .map_or(0.0, |t| t.blocks as f64);
+        if b > 0.0 {
+            p.blocks += b * (1.0 - (-n / b).exp());
+        }
+    }
+    let block_bytes = if p.total_blocks > 0 {
+        p.segment_bytes as f64 / p.total_blocks as f64
+    } else {
+        0.0
+    };
+    // Share of random block reads that miss memory: the part of the index beyond the budget.
+    let miss = if p.segment_bytes > 0 {
+        (1.0 - mem_bytes as f64 / p.segment_bytes as f64).max(0.0)
+    } else {
+        0.0
+    };
+    let filters = p.probe_keys * nseg as f64 * C_FILTER;
+    p.cost_probe = filters + p.surviving * (C_HOT + miss * C_COLD);
+    let spill = p.probe_keys * 12.0 > mem_bytes as f64 / 2.0;
+    let sort_io = if spill {
+        2.0 * p.probe_keys * 12.0 / SEQ_BW
+    } else {
+        0.0
+    };
+    p.cost_join = filters
+        + p.probe_keys * C_SORT
+        + sort_io
+        + p.blocks * (block_bytes / SEQ_BW + C_HOT)
+        + p.surviving * (C_SORT + C_HOT * 0.2 + C_CAND);
+    p.choice = if p.cost_probe <= p.cost_join {
+        Matching::Probe
+    } else {
+        Matching::Join
+    };
+    p
 }
 
 impl std::str::FromStr for Matching {

@@ -128,3 +128,31 @@ pub fn file(path: &Path) -> usize {
     }
     n
 }
+
+/// Decodes `bytes` as a POSTINGS key filter value and queries it; then builds the filter of the
+/// keys `bytes` spells (u64 LE words, deduplicated) and checks it admits every one of them.
+/// Panics on a false negative (a filter bug).
+pub fn key_filter(bytes: &[u8]) -> usize {
+    let mut n = 0;
+    if let Ok(Some(f)) = super::filter::KeyFilter::decode(bytes) {
+        for k in [0u64, 1, 7, u64::MAX, bytes.len() as u64] {
+            n += f.may_contain(k) as usize;
+        }
+    }
+    let mut keys: Vec<u64> = bytes
+        .chunks(8)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        })
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut v = Vec::new();
+    super::filter::build(&keys, &mut v);
+    for &k in &keys {
+        assert!(super::filter::may_contain(&v, k), "key filter misses {k}");
+    }
+    n + v.len()
+}

@@ -18,6 +18,7 @@
 
 mod block;
 mod ef;
+pub mod filter;
 mod format;
 #[doc(hidden)]
 pub mod fuzz;
@@ -46,6 +47,10 @@ pub use u64s::{
 pub use verify::{Problem, VerifyReport};
 pub use writer::{SegmentWriter, FORMAT_ENV};
 
+/// Environment variable: `NDD_KEY_FILTER=0` makes readers ignore the POSTINGS key filters
+/// (every key may be present), as builds before table 4 did. For before/after benchmarks only.
+pub const KEY_FILTER_ENV: &str = "NDD_KEY_FILTER";
+
 /// Table of shingle/feature hash -> posting list (see `encode_postings`).
 pub const POSTINGS: u32 = 1;
 /// Table of doc id (as u64) -> the doc's sorted feature hashes (see `encode_u64s`).
@@ -53,6 +58,10 @@ pub const FORWARD: u32 = 2;
 /// Table of feature hash -> its document frequency in the segment (u32 LE), for keys in more
 /// than [`FREQUENT_DF`] documents. Used only to order probe keys (rare first) and bound `--max-df`.
 pub const FREQUENT: u32 = 3;
+/// Table of POSTINGS block number -> that block's key filter (src/segment/filter.rs), written
+/// by `SegmentWriter` itself alongside every non-empty POSTINGS table (format 2). Optional:
+/// a segment without it reads as "every key may be present".
+pub const POSTINGS_FILTER: u32 = 4;
 /// A key in more documents than this (within one segment) goes into [`FREQUENT`].
 pub const FREQUENT_DF: u32 = 16;
 /// Table of DSC-SS supershingle -> posting list (src/method/dsc.rs).

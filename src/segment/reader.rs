@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use memmap2::Mmap;
 
@@ -28,7 +29,14 @@ pub struct Segment {
     pub(super) tables: Vec<Table>,
     /// Format version of the file (1 or 2): how blocks and FORWARD values are laid out.
     pub(super) version: u32,
+    /// Where each POSTINGS block's key filter lies in the map, found on first use (one pass
+    /// over table `POSTINGS_FILTER`, checking its blocks).
+    filters: OnceLock<FilterSlots>,
 }
+
+/// `(offset, len)` of every POSTINGS block's filter value; `None` when the segment has no
+/// filter table; `Err((offset, reason))` when the table does not match the POSTINGS blocks.
+type FilterSlots = std::result::Result<Option<Box<[(u64, u32)]>>, (u64, String)>;
 
 pub(super) struct Table {
     pub(super) meta: TableMeta,
@@ -85,6 +93,7 @@ impl Segment {
             map,
             tables,
             version: footer.version,
+            filters: OnceLock::new(),
         })
     }
 
@@ -183,6 +192,86 @@ impl Segment {
         };
     }
 
+    /// Whether the segment has POSTINGS key filters (table `POSTINGS_FILTER`).
+    pub fn has_key_filter(&self) -> bool {
+        self.table(super::POSTINGS_FILTER)
+            .is_some_and(|t| t.meta.entries > 0)
+    }
+
+    /// The POSTINGS block that may hold `key`: `None` when no block's key range covers it or
+    /// the block's key filter rules it out. Reads only the block index and the filter (never a
+    /// posting block), so a planner can count the blocks a set of keys would touch.
+    pub fn postings_block_for(&self, key: u64) -> Result<Option<usize>> {
+        let Some(t) = self.table(super::POSTINGS) else {
+            return Ok(None);
+        };
+        let bi = t.last_keys.partition_point(|&last| last < key);
+        match t.blocks.get(bi) {
+            Some(b) if b.first_key <= key => {}
+            _ => return Ok(None),
+        }
+        Ok(self.postings_may_contain(bi, key)?.then_some(bi))
+    }
+
+    /// Whether POSTINGS block `bi` may hold `key`, by its key filter (true without one).
+    #[inline]
+    pub(super) fn postings_may_contain(&self, bi: usize, key: u64) -> Result<bool> {
+        let slots = self.filters.get_or_init(|| self.load_filters());
+        match slots {
+            Ok(None) => Ok(true),
+            Ok(Some(s)) => {
+                let Some(&(off, len)) = s.get(bi) else {
+                    return Ok(true);
+                };
+                let v = self
+                    .map
+                    .get(off as usize..off as usize + len as usize)
+                    .unwrap_or(&[]);
+                Ok(super::filter::may_contain(v, key))
+            }
+            Err((off, reason)) => Err(Error::corrupt(&self.path, *off, reason.clone())),
+        }
+    }
+
+    /// One pass over table `POSTINGS_FILTER`: its keys must be 0, 1, ... one per POSTINGS
+    /// block, its values filters (or empty).
+    fn load_filters(&self) -> FilterSlots {
+        let Some(ft) = self.table(super::POSTINGS_FILTER) else {
+            return Ok(None);
+        };
+        if std::env::var(super::KEY_FILTER_ENV).is_ok_and(|v| v == "0") {
+            return Ok(None);
+        }
+        let blocks = self.table(super::POSTINGS).map_or(0, |t| t.blocks.len()) as u64;
+        let at = ft.blocks.first().map_or(0, |b| b.offset);
+        if ft.meta.entries != blocks {
+            return Err((
+                at,
+                format!(
+                    "key filter table has {} entries for {blocks} POSTINGS blocks",
+                    ft.meta.entries
+                ),
+            ));
+        }
+        let base = self.map.as_ptr() as usize;
+        let mut slots = Vec::with_capacity(blocks as usize);
+        for (i, e) in self.iter(super::POSTINGS_FILTER).enumerate() {
+            let (key, v) = e.map_err(|e| match e {
+                Error::Corrupt { offset, reason, .. } => (offset, reason),
+                other => (at, other.to_string()),
+            })?;
+            let off = (v.as_ptr() as usize - base) as u64;
+            if key != i as u64 {
+                return Err((off, format!("key filter table: key {key} at position {i}")));
+            }
+            if let Err((o, reason)) = super::filter::KeyFilter::decode(v) {
+                return Err((off + o as u64, reason));
+            }
+            slots.push((off, v.len() as u32));
+        }
+        Ok(Some(slots.into_boxed_slice()))
+    }
+
     /// Offset of block `bi` of `t` (the file length past the last block).
     pub(super) fn block_offset(&self, t: &Table, bi: usize) -> u64 {
         t.blocks.get(bi).map_or(self.map.len() as u64, |b| b.offset)
@@ -198,6 +287,9 @@ impl Segment {
         match t.blocks.get(bi) {
             Some(b) if b.first_key <= key => {}
             _ => return Ok(None),
+        }
+        if table == super::POSTINGS && !self.postings_may_contain(bi, key)? {
+            return Ok(None);
         }
         let view = self.block(t, bi)?;
         let Some(i) = view.find(key) else {

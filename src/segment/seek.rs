@@ -23,6 +23,10 @@ pub struct Seeker<'a> {
     released: u64,
     /// Blocks loaded so far (each at most once).
     pub blocks_read: u64,
+    /// Keys the POSTINGS key filter ruled out before their block was read.
+    pub keys_filtered: u64,
+    /// Whether to consult the key filter (POSTINGS only).
+    filtered: bool,
 }
 
 /// The cursor hands the blocks it has passed back to the kernel in steps of this size.
@@ -39,6 +43,8 @@ impl Segment {
             last: None,
             released: 0,
             blocks_read: 0,
+            keys_filtered: 0,
+            filtered: table == super::POSTINGS,
         }
     }
 }
@@ -78,6 +84,12 @@ impl<'a> Seeker<'a> {
                     self.table = None; // past the end: nothing more to find
                     return Ok(None);
                 }
+            }
+            // The block's key filter, before the block is touched: a key it rules out costs
+            // three bytes of the filter table, not a block read.
+            if self.filtered && !self.seg.postings_may_contain(self.block, key)? {
+                self.keys_filtered += 1;
+                return Ok(None);
             }
             self.view = Some(self.seg.block(t, self.block)?);
             self.blocks_read += 1;

@@ -88,8 +88,17 @@ fn round_trip_many_tables_with_small_and_default_blocks() {
             std::fs::metadata(dir.path().join(name)).unwrap().len()
         );
         assert_eq!(
-            meta.tables.iter().map(|t| t.id).collect::<Vec<_>>(),
+            meta.tables
+                .iter()
+                .map(|t| t.id)
+                .filter(|&id| id != POSTINGS_FILTER)
+                .collect::<Vec<_>>(),
             tables.keys().copied().collect::<Vec<_>>()
+        );
+        // The writer added one key filter per POSTINGS block.
+        assert_eq!(
+            seg.table_meta(POSTINGS_FILTER).map(|t| t.entries),
+            seg.table_meta(POSTINGS).map(|t| t.blocks as u64)
         );
         check_contents(&seg, &tables);
         assert!(
@@ -196,6 +205,10 @@ fn writer_rejects_misuse_without_poisoning() {
     w.add(6, b"c").unwrap();
     w.end_table().unwrap();
     assert!(w.begin_table(POSTINGS).is_err(), "duplicate table id");
+    assert!(
+        w.begin_table(POSTINGS_FILTER).is_err(),
+        "the filter table is the writer's own"
+    );
     w.begin_table(0).unwrap();
     w.add(0, b"").unwrap();
     let mut w2 = SegmentWriter::create(dir.path(), "t").unwrap();
@@ -205,7 +218,7 @@ fn writer_rejects_misuse_without_poisoning() {
     let meta = w.finish().unwrap();
     assert_eq!(
         meta.tables.iter().map(|t| t.id).collect::<Vec<_>>(),
-        vec![0, POSTINGS],
+        vec![0, POSTINGS, POSTINGS_FILTER],
         "directory sorted by id"
     );
     let seg = Segment::open(dir.path().join("s")).unwrap();
@@ -337,6 +350,93 @@ fn golden_bytes_match_the_spec() {
     assert_eq!(fwd.to_vec(), vec![16, 32, 4096]);
     let ids = seg.get_postings(POSTINGS, 9).unwrap().unwrap();
     assert_eq!(ids.to_vec(), vec![1, 2]);
+}
+
+/// Format 2 before the key filter table: the spec's plain golden bytes are what the writer
+/// writes with the filter off, and they read as before (no filter: every key may be present).
+#[test]
+fn format_2_without_filter_is_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = SegmentWriter::create(dir.path(), "plain")
+        .unwrap()
+        .without_key_filter();
+    for (&id, entries) in &golden_tables() {
+        w.begin_table(id).unwrap();
+        for (&k, v) in entries {
+            w.add(k, v).unwrap();
+        }
+        w.end_table().unwrap();
+    }
+    w.finish().unwrap();
+    let file = std::fs::read(dir.path().join("plain")).unwrap();
+    assert_eq!(file, spec_golden_bytes("golden-v2-plain"));
+    let seg = Segment::open(dir.path().join("plain")).unwrap();
+    assert!(!seg.has_key_filter());
+    assert!(seg.verify().is_ok());
+    check_contents(&seg, &golden_tables());
+    // Without a filter the block search alone decides: 5 lies in block 0's key range.
+    assert_eq!(seg.postings_block_for(5).unwrap(), Some(0));
+    assert_eq!(seg.postings_block_for(10).unwrap(), None);
+    let mut sk = seg.seeker(POSTINGS);
+    assert!(sk.seek(5).unwrap().is_none());
+    assert_eq!((sk.blocks_read, sk.keys_filtered), (1, 0));
+}
+
+/// The key filter rules out absent keys before their block is read, never a present one, and
+/// lookups through it return exactly what the unfiltered segment returns.
+#[test]
+fn key_filter_skips_blocks_without_changing_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut postings = BTreeMap::new();
+    for i in 0..5000u64 {
+        let mut v = Vec::new();
+        encode_postings(&[i as u32, i as u32 + 7], &mut v);
+        postings.insert(i * 1000 + 17, v);
+    }
+    let tables: Tables = [(POSTINGS, postings.clone())].into_iter().collect();
+    write(dir.path(), "f", &tables, 1024);
+    let mut w = SegmentWriter::create_with_block_target(dir.path(), "n", 1024)
+        .unwrap()
+        .without_key_filter();
+    w.begin_table(POSTINGS).unwrap();
+    for (&k, v) in &postings {
+        w.add(k, v).unwrap();
+    }
+    w.end_table().unwrap();
+    w.finish().unwrap();
+    let f = Segment::open(dir.path().join("f")).unwrap();
+    let n = Segment::open(dir.path().join("n")).unwrap();
+    assert!(f.has_key_filter() && !n.has_key_filter());
+    let blocks = f.table_meta(POSTINGS).unwrap().blocks as u64;
+    assert_eq!(f.table_meta(POSTINGS_FILTER).unwrap().entries, blocks);
+    assert!(f.verify().is_ok(), "{:?}", f.verify().problems);
+    // Absent keys inside the key range: nearly all ruled out by the filter.
+    let absent: Vec<u64> = (0..5000u64).map(|i| i * 1000 + 500).collect();
+    let (mut sf, mut sn) = (f.seeker(POSTINGS), n.seeker(POSTINGS));
+    let mut passed = 0;
+    for &k in &absent {
+        assert_eq!(sf.seek(k).unwrap(), None);
+        assert_eq!(sn.seek(k).unwrap(), None);
+        assert_eq!(f.get(POSTINGS, k).unwrap(), None);
+        passed += f.postings_block_for(k).unwrap().is_some() as u64;
+    }
+    assert_eq!(sn.blocks_read, blocks);
+    // Keys between two blocks' ranges, or in a block a false positive already loaded, need no
+    // filter; the rest are all filtered.
+    assert!(sf.keys_filtered > 3000, "{}", sf.keys_filtered);
+    // 1/256 expected false positives: 20 of 5000; these are the only blocks read.
+    assert!(passed < 60, "{passed} false positives");
+    assert!(passed > 0, "some false positive exercises the read path");
+    assert!(sf.blocks_read <= passed);
+    // Present keys: never filtered, same values.
+    let (mut sf, mut sn) = (f.seeker(POSTINGS), n.seeker(POSTINGS));
+    for (&k, v) in &postings {
+        assert_eq!(sf.seek(k).unwrap(), Some(&v[..]));
+        assert_eq!(sn.seek(k).unwrap(), Some(&v[..]));
+        assert!(f.postings_block_for(k).unwrap().is_some());
+    }
+    assert_eq!(sf.keys_filtered, 0);
+    assert_eq!(sf.blocks_read, blocks);
 }
 
 /// The version-1 fixture: the spec's version-1 golden bytes (what format 1 writers wrote) are
@@ -658,7 +758,7 @@ fn arb_tables() -> impl Strategy<Value = Tables> {
     );
     // Opaque table ids only: random bytes are not valid postings / feature arrays.
     prop::collection::btree_map(
-        prop::sample::select(vec![0u32, 3, 4, 5, 100]),
+        prop::sample::select(vec![0u32, 3, 5, 6, 100]),
         entries,
         0..4,
     )

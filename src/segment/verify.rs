@@ -365,7 +365,43 @@ impl Segment {
                 });
             }
         }
+        self.verify_key_filters(&mut report);
         report
+    }
+
+    /// The POSTINGS key filters (table `POSTINGS_FILTER`, if present): one per POSTINGS block,
+    /// each a well-formed filter (or empty) that admits every key of its block.
+    fn verify_key_filters(&self, report: &mut VerifyReport) {
+        if !self.contains_table(super::POSTINGS_FILTER) {
+            return;
+        }
+        let problem = |offset: u64, reason: String| Problem {
+            path: self.path.clone(),
+            offset,
+            reason,
+        };
+        if let Err(e) = self.postings_may_contain(0, 0) {
+            report.problems.push(Problem::from_error(&self.path, &e));
+            return;
+        }
+        let Some(t) = self.table(super::POSTINGS) else {
+            return;
+        };
+        for bi in 0..t.blocks.len() {
+            let Ok(view) = self.block(t, bi) else {
+                continue; // reported above with the block
+            };
+            for i in 0..view.len() {
+                let k = view.key(i);
+                if !matches!(self.postings_may_contain(bi, k), Ok(true)) {
+                    report.problems.push(problem(
+                        t.blocks[bi].offset,
+                        format!("table 4: the key filter of POSTINGS block {bi} misses key {k}"),
+                    ));
+                    break;
+                }
+            }
+        }
     }
 }
 

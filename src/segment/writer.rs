@@ -5,7 +5,7 @@
 //! block) and one directory entry per finished table.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoResultExt, Result};
@@ -15,7 +15,73 @@ use super::format::{
     encode_header, BlockRef, DirEntry, Footer, DIR_ENTRY_LEN, FOOTER_LEN, FORMAT_VERSION,
     HEADER_LEN, INDEX_ENTRY_LEN,
 };
-use super::{SegmentMeta, TableMeta, DEFAULT_BLOCK_TARGET, MAX_VALUE_LEN};
+use super::{
+    SegmentMeta, TableMeta, DEFAULT_BLOCK_TARGET, MAX_VALUE_LEN, POSTINGS, POSTINGS_FILTER,
+};
+
+/// Filter values held in memory before the spool moves to a file.
+const SPOOL_MEM: usize = 4 << 20;
+
+/// The POSTINGS blocks' key filters (`super::filter`), kept until `finish` writes them as table
+/// `POSTINGS_FILTER`: `u32 LE length + value` per block, in memory up to `SPOOL_MEM` bytes,
+/// then appended to `<name>.filter.tmp` (removed on drop), so the writer's memory stays
+/// bounded whatever the table's size.
+struct FilterSpool {
+    path: PathBuf,
+    file: Option<BufWriter<File>>,
+    mem: Vec<u8>,
+    count: u64,
+}
+
+impl FilterSpool {
+    fn push(&mut self, value: &[u8]) -> std::io::Result<()> {
+        self.mem
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.mem.extend_from_slice(value);
+        self.count += 1;
+        if self.mem.len() >= SPOOL_MEM {
+            if self.file.is_none() {
+                let f = File::options()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&self.path)?;
+                self.file = Some(BufWriter::with_capacity(256 * 1024, f));
+            }
+            if let Some(f) = self.file.as_mut() {
+                f.write_all(&self.mem)?;
+            }
+            self.mem.clear();
+        }
+        Ok(())
+    }
+
+    /// Everything spooled, in order.
+    fn reader(&mut self) -> std::io::Result<impl Read + '_> {
+        let file = match self.file.take() {
+            Some(w) => {
+                let mut f = w.into_inner().map_err(|e| e.into_error())?;
+                f.rewind()?;
+                Some(BufReader::with_capacity(256 * 1024, f))
+            }
+            None => None,
+        };
+        let head: Box<dyn Read> = match file {
+            Some(f) => Box::new(f),
+            None => Box::new(std::io::empty()),
+        };
+        Ok(head.chain(&self.mem[..]))
+    }
+}
+
+impl Drop for FilterSpool {
+    fn drop(&mut self) {
+        if self.file.is_some() || self.path.exists() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
 
 /// The table being written.
 struct OpenTable {
@@ -49,6 +115,12 @@ pub struct SegmentWriter {
     version: u32,
     /// Scratch for values transcoded to format version 1.
     v1_buf: Vec<u8>,
+    /// Key filters of the POSTINGS blocks written so far (None: not writing filters).
+    filters: Option<FilterSpool>,
+    /// Keys of the current POSTINGS block (for its filter).
+    filter_keys: Vec<u64>,
+    /// Scratch for one filter value.
+    filter_buf: Vec<u8>,
 }
 
 /// Environment variable that makes `SegmentWriter::create` write format version 1 (testing and
@@ -111,6 +183,7 @@ impl SegmentWriter {
         let tmp_path = dir.join(format!("{name}.tmp"));
         // A leftover .tmp is an orphan of a crashed writer: truncating it is safe.
         let file = File::create(&tmp_path).at(&tmp_path)?;
+        let spool_path = dir.join(format!("{name}.filter.tmp"));
         let mut w = SegmentWriter {
             tmp_path,
             final_path,
@@ -126,6 +199,15 @@ impl SegmentWriter {
             durable: true,
             version,
             v1_buf: Vec::new(),
+            // Format 1 never had the table; its writer stays byte-identical to old builds.
+            filters: (version >= 2).then(|| FilterSpool {
+                path: spool_path,
+                file: None,
+                mem: Vec::new(),
+                count: 0,
+            }),
+            filter_keys: Vec::new(),
+            filter_buf: Vec::new(),
         };
         if let Err(e) = w.write(&encode_header(version)) {
             // The caller never got a writer, so it cannot clean up: leave nothing behind.
@@ -134,6 +216,14 @@ impl SegmentWriter {
         }
         debug_assert_eq!(w.pos, HEADER_LEN as u64);
         Ok(w)
+    }
+
+    /// Writes no POSTINGS key filter (table `POSTINGS_FILTER`): the segment reads as one of
+    /// format 2 written before the table existed. For tests and before/after benchmarks.
+    #[doc(hidden)]
+    pub fn without_key_filter(mut self) -> Self {
+        self.filters = None;
+        self
     }
 
     /// Path of the temporary file being written.
@@ -158,6 +248,16 @@ impl SegmentWriter {
         if self.done.iter().any(|d| d.table_id == id) {
             return Err(misuse(format!("table {id} written twice")));
         }
+        if id == POSTINGS_FILTER {
+            return Err(misuse(format!(
+                "table {id} (POSTINGS_FILTER) is written by the writer itself"
+            )));
+        }
+        self.open_table(id);
+        Ok(())
+    }
+
+    fn open_table(&mut self, id: u32) {
         let data_offset = self.pos;
         self.table = Some(OpenTable {
             id,
@@ -168,7 +268,6 @@ impl SegmentWriter {
             value_bytes: 0,
             blocks: Vec::new(),
         });
-        Ok(())
     }
 
     /// Format version this writer writes.
@@ -234,6 +333,9 @@ impl SegmentWriter {
             self.flush_block()?;
         }
         self.block.push(key, value);
+        if self.filters.is_some() && t_id_is_postings(&self.table) {
+            self.filter_keys.push(key);
+        }
         Ok(())
     }
 
@@ -293,6 +395,7 @@ impl SegmentWriter {
         if let Some(t) = &self.table {
             return Err(misuse(format!("finish() while table {} is open", t.id)));
         }
+        self.write_filters()?;
         // The directory is sorted by table id so readers can binary-search it.
         self.done.sort_by_key(|d| d.table_id);
         let dir_offset = self.pos;
@@ -340,7 +443,50 @@ impl SegmentWriter {
         })
     }
 
+    /// Writes the spooled POSTINGS key filters as table `POSTINGS_FILTER` (key = POSTINGS block
+    /// number), if a non-empty POSTINGS table was written.
+    fn write_filters(&mut self) -> Result<()> {
+        let Some(mut spool) = self.filters.take() else {
+            return Ok(());
+        };
+        if spool.count == 0 {
+            return Ok(());
+        }
+        let path = spool.path.clone();
+        let mut reader = spool.reader().map_err(|e| Error::io(&path, e))?;
+        self.open_table(POSTINGS_FILTER);
+        let mut value = Vec::new();
+        let mut i = 0u64;
+        loop {
+            let mut len = [0u8; 4];
+            match reader.read_exact(&mut len) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+                Err(e) => return Err(Error::io(&path, e)),
+            }
+            value.resize(u32::from_le_bytes(len) as usize, 0);
+            reader
+                .read_exact(&mut value)
+                .map_err(|e| Error::io(&path, e))?;
+            self.add_stored(i, &value)?;
+            i += 1;
+        }
+        drop(reader);
+        self.end_table()
+    }
+
     fn flush_block(&mut self) -> Result<()> {
+        if let Some(spool) = self.filters.as_mut() {
+            if t_id_is_postings(&self.table) {
+                self.filter_buf.clear();
+                super::filter::build(&self.filter_keys, &mut self.filter_buf);
+                self.filter_keys.clear();
+                if let Err(e) = spool.push(&self.filter_buf) {
+                    self.poisoned = true;
+                    return Err(Error::io(&spool.path, e));
+                }
+            }
+        }
         let offset = self.pos;
         let expected = self.block.encoded_len();
         let written = match crate::failpoint::check("segment.write")
@@ -386,6 +532,10 @@ impl SegmentWriter {
         }
         Ok(())
     }
+}
+
+fn t_id_is_postings(t: &Option<OpenTable>) -> bool {
+    t.as_ref().is_some_and(|t| t.id == POSTINGS)
 }
 
 /// The public description of a finished table.
