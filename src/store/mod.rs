@@ -258,6 +258,23 @@ impl Catalog {
             .transpose()
     }
 
+    /// The live documents of many keys at once (one batched RocksDB multi-get), in the order
+    /// asked. `sorted`: the keys are in byte order (RocksDB then reads each block once).
+    pub fn docs_by_keys(&self, keys: &[&str], sorted: bool) -> Result<Vec<Option<u32>>> {
+        let got = self.db.batched_multi_get_cf(
+            self.cf(CF_KEYS),
+            keys.iter().map(|k| k.as_bytes()),
+            sorted,
+        );
+        keys.iter()
+            .zip(got)
+            .map(|(k, r)| match r.map_err(|e| db_err(&self.path, e))? {
+                None => Ok(None),
+                Some(v) => decode_u32(&format!("keys/{k}"), &v).map(Some),
+            })
+            .collect()
+    }
+
     /// The first live document with this canonical-text digest.
     pub fn doc_by_digest(&self, digest: &[u8; 16]) -> Result<Option<u32>> {
         self.get(CF_DIGESTS, digest)?
