@@ -544,11 +544,20 @@ pub fn table_for(run_topics: &[RunTopicRow], n: usize) -> TableN {
 fn sources_of(index: &Index, pairs: &BTreeSet<(u32, u32)>) -> Result<Sources> {
     let ids: BTreeSet<u32> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
     let ids: Vec<u32> = ids.into_iter().collect();
+    // Batches of records read in parallel: (doc, site) in id order.
+    let found: Vec<Result<Vec<(u32, Option<String>)>>> = ids
+        .par_chunks(4096)
+        .map(|chunk| {
+            Ok(chunk
+                .iter()
+                .zip(index.catalog().docs(chunk)?)
+                .map(|(&d, r)| (d, r.and_then(|r| r.url).as_deref().and_then(site)))
+                .collect())
+        })
+        .collect();
     let mut sites: HashMap<u32, Option<String>> = HashMap::with_capacity(ids.len());
-    for chunk in ids.chunks(4096) {
-        for (d, r) in chunk.iter().zip(index.catalog().docs(chunk)?) {
-            sites.insert(*d, r.and_then(|r| r.url).as_deref().and_then(site));
-        }
+    for f in found {
+        sites.extend(f?);
     }
     let mut s = Sources {
         pairs: pairs.len() as u64,
