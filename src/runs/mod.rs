@@ -16,7 +16,7 @@ pub mod svg;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ use crate::threshold::Threshold;
 use crate::Index;
 pub use pairs::TopicPair;
 pub use parse::{read_qrels, read_run, read_runs, Docnos, Qrels, Run, RunEntry, TopicId};
-use stats::{duplicated_at_levels, duplicated_in, levels, redundant_flags, Neighbors};
+use stats::{duplicated_from_best, duplicated_in, level_of, levels, redundant_flags, Neighbors};
 
 /// What `ndd-index runs` computes.
 #[derive(Clone, Debug)]
@@ -404,6 +404,15 @@ fn resolve(index: &Index, docnos: &Docnos) -> Result<Vec<Option<u32>>> {
     Ok(resolved)
 }
 
+/// The indexes in `docs` of each pair's documents.
+fn pairs_index(docs: &[u32], pairs: &[TopicPair]) -> Vec<(usize, usize)> {
+    let at = |d: u32| {
+        docs.binary_search(&d)
+            .expect("a pair of the topic's documents")
+    };
+    pairs.iter().map(|p| (at(p.a), at(p.b))).collect()
+}
+
 /// What every topic's work reads.
 struct TopicCtx<'a> {
     view: &'a crate::view::View,
@@ -458,8 +467,30 @@ impl TopicCtx<'_> {
         let mut docs: Vec<u32> = run_docs.iter().chain(&rel).copied().collect();
         docs.sort_unstable();
         docs.dedup();
-        let pairs = pairs::topic_pairs(self.view, self.sample, self.lowest, &docs, mem)?;
-        let in_runs = |d: u32| run_docs.binary_search(&d).is_ok();
+        // Membership of each of `docs` in the two sets whose prevalence is counted, and each
+        // document's best level inside each set, taken as the pairs are found; only the pairs
+        // at >= T are kept.
+        let in_runs: Vec<bool> = docs
+            .iter()
+            .map(|d| run_docs.binary_search(d).is_ok())
+            .collect();
+        let in_rel: Vec<bool> = docs.iter().map(|d| rel.binary_search(d).is_ok()).collect();
+        let best_runs: Vec<AtomicU8> = docs.iter().map(|_| AtomicU8::new(0)).collect();
+        let best_rel: Vec<AtomicU8> = docs.iter().map(|_| AtomicU8::new(0)).collect();
+        let keep = |i: usize, j: usize, p: &TopicPair| {
+            let level = level_of(p);
+            for (set, best) in [(&in_runs, &best_runs), (&in_rel, &best_rel)] {
+                if set[i] && set[j] {
+                    best[i].fetch_max(level, Ordering::Relaxed);
+                    best[j].fetch_max(level, Ordering::Relaxed);
+                }
+            }
+            t.admits(p.inter, p.denom)
+        };
+        let pairs = pairs::topic_pairs(self.view, self.sample, self.lowest, &docs, mem, &keep)?;
+        let levels_in = |best: &[AtomicU8]| {
+            duplicated_from_best(best.iter().map(|b| b.load(Ordering::Relaxed)))
+        };
         let mut out = TopicOut {
             row: None,
             qrels: None,
@@ -468,24 +499,23 @@ impl TopicCtx<'_> {
             sources: Vec::new(),
         };
         if !run_docnos.is_empty() {
-            let all_in_runs = run_docs.len() == docs.len();
             out.row = Some(TopicRow {
                 topic: topic.text.clone(),
                 docs: run_docnos.len() as u64,
-                duplicated: duplicated_at_levels(&pairs, |d| all_in_runs || in_runs(d)),
+                duplicated: levels_in(&best_runs),
             });
             out.sources = pairs
                 .iter()
-                .filter(|p| t.admits(p.inter, p.denom))
-                .filter(|p| all_in_runs || (in_runs(p.a) && in_runs(p.b)))
-                .map(|p| (p.a, p.b))
+                .zip(&pairs_index(&docs, &pairs))
+                .filter(|(_, &(i, j))| in_runs[i] && in_runs[j])
+                .map(|(p, _)| (p.a, p.b))
                 .collect();
         }
         if let Some(l) = self.relevant.get(topic) {
             out.qrels = Some(QrelsTopic {
                 topic: topic.text.clone(),
                 relevant: l.len() as u64,
-                duplicated: duplicated_at_levels(&pairs, |d| rel.binary_search(&d).is_ok()),
+                duplicated: levels_in(&best_rel),
             });
         }
         let nb = Neighbors::new(&pairs, t);

@@ -41,8 +41,13 @@ impl TopicPair {
 }
 
 /// Every pair of `docs` (sorted, unique, live doc ids) with similarity >= `t`, sorted by
-/// `(a, b)`. `t` must be above zero. `mem` bounds the working memory of the topic's inverted
-/// index (see [`counted_pairs`]).
+/// `(a, b)`, that `keep` keeps. `t` must be above zero. `mem` bounds the working memory of the
+/// topic's inverted index (see [`counted_pairs`]).
+///
+/// `keep(i, j, pair)` sees every pair found (`i < j` its documents' indexes in `docs`), on any
+/// thread: a caller that only needs a summary of the low-similarity pairs (the prevalence
+/// levels) takes it there and keeps only the pairs it needs (those >= T), so the pairs down to
+/// 0.1 (millions in a topic whose pages share a site's boilerplate) are never held.
 ///
 /// With `--sample all` or `mod:M` (the resemblance is `|A∩B| / (|A| + |B| - |A∩B|)` of the
 /// stored sets) the intersections are counted instead ([`counted_pairs`]); the other samplings
@@ -54,11 +59,20 @@ pub fn topic_pairs(
     t: Threshold,
     docs: &[u32],
     mem: u64,
+    keep: Keep<'_>,
 ) -> Result<Vec<TopicPair>> {
     match sample {
-        Sample::All | Sample::Mod(_) => counted_pairs(view, t, docs, mem),
-        _ => prefix_pairs(view, sample, t, docs),
+        Sample::All | Sample::Mod(_) => counted_pairs(view, t, docs, mem, keep),
+        _ => prefix_pairs(view, sample, t, docs, keep),
     }
+}
+
+/// Which found pairs [`topic_pairs`] returns: `keep(i, j, pair)`, `i < j` indexes in `docs`.
+pub type Keep<'a> = &'a (dyn Fn(usize, usize, &TopicPair) -> bool + Sync);
+
+/// Keeps every pair.
+pub fn keep_all(_: usize, _: usize, _: &TopicPair) -> bool {
+    true
 }
 
 /// A cheap hasher for feature keys: one `mix64` (not SipHash). The keys are hashes already but
@@ -252,7 +266,13 @@ fn sorted_entries(
 /// When the entries would take more than `mem` bytes ([`BYTES_PER_FEATURE`] each), the
 /// features are split by a hash of the key into partitions read one after another (each
 /// document's list read once per partition); the groups of all partitions are kept.
-pub fn counted_pairs(view: &View, t: Threshold, docs: &[u32], mem: u64) -> Result<Vec<TopicPair>> {
+pub fn counted_pairs(
+    view: &View,
+    t: Threshold,
+    docs: &[u32],
+    mem: u64,
+    keep: Keep<'_>,
+) -> Result<Vec<TopicPair>> {
     debug_assert!(docs.windows(2).all(|w| w[0] < w[1]));
     let n = docs.len();
     let features: u64 = docs.iter().map(|&d| view.size(d) as u64).sum();
@@ -321,12 +341,15 @@ pub fn counted_pairs(view: &View, t: Threshold, docs: &[u32], mem: u64) -> Resul
                     let inter = std::mem::take(&mut count[j as usize]) as u64;
                     let denom = a + sizes[j as usize] as u64 - inter;
                     if t.admits(inter, denom) {
-                        out.push(TopicPair {
+                        let p = TopicPair {
                             a: docs[i],
                             b: docs[j as usize],
                             inter,
                             denom,
-                        });
+                        };
+                        if keep(i, j as usize, &p) {
+                            out.push(p);
+                        }
                     }
                 }
                 out
@@ -343,6 +366,7 @@ pub fn prefix_pairs(
     sample: Sample,
     t: Threshold,
     docs: &[u32],
+    keep: Keep<'_>,
 ) -> Result<Vec<TopicPair>> {
     debug_assert!(docs.windows(2).all(|w| w[0] < w[1]));
     let feats = load_features(view, docs)?;
@@ -396,12 +420,15 @@ pub fn prefix_pairs(
                     seen[j as usize] = false;
                     let c = sample.counts(&feats[i], &feats[j as usize]);
                     if t.admits(c.inter, c.denom) {
-                        out.push(TopicPair {
+                        let p = TopicPair {
                             a: docs[i],
                             b: docs[j as usize],
                             inter: c.inter,
                             denom: c.denom,
-                        });
+                        };
+                        if keep(i, j as usize, &p) {
+                            out.push(p);
+                        }
                     }
                 }
                 out

@@ -816,12 +816,17 @@ fn mem_budget_keeps_every_count() {
         want.len()
     );
     for mem in [u64::MAX, 64 << 10, 4096] {
-        let got: Vec<(u32, u32, u64, u64)> =
-            ndd_index::runs::pairs::counted_pairs(view, t, &docs, mem)
-                .unwrap()
-                .into_iter()
-                .map(|p| (p.a, p.b, p.inter, p.denom))
-                .collect();
+        let got: Vec<(u32, u32, u64, u64)> = ndd_index::runs::pairs::counted_pairs(
+            view,
+            t,
+            &docs,
+            mem,
+            &ndd_index::runs::pairs::keep_all,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.a, p.b, p.inter, p.denom))
+        .collect();
         assert_eq!(got, want, "mem {mem}");
     }
 }
