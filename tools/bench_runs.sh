@@ -8,8 +8,11 @@
 # exist, then writes WORK_DIR/runs/run-NN.txt: per topic, a pool of 4,000 random documents plus
 # the planted variants of their clusters (so pools hold near-duplicates, as topic collections
 # do); each run ranks 1,000 of its topic's pool, drawn with a preference for the pool's head
-# (runs overlap, as TREC runs do), plus about 1% docnos that are not in the index. Then times
-# `ndd-index runs --json` (wall, CPU, max RSS via /usr/bin/time). Needs python3.
+# (runs overlap, as TREC runs do), plus about 1% docnos that are not in the index (the run files
+# are kept and reused: delete WORK_DIR/runs to write them again). Then times
+# `ndd-index runs --json --mem MEM` (wall, CPU, max RSS via /usr/bin/time; peak heap RssAnon and
+# peak mapped-file pages RssFile via tools/peak_mem.sh) and prints the load (`uptime`) before and
+# after. Needs python3.
 set -euo pipefail
 if [ $# -lt 2 ]; then
     echo "usage: $0 BIN_DIR WORK_DIR [DOCS] [MEM]" >&2
@@ -32,6 +35,7 @@ if [ ! -e "$W/ix" ]; then
     /usr/bin/time -v "$BIN/ndd-index" ingest --index "$W/ix" --mem "$MEM" -q --json "$W/gen" \
         > "$W/ingest.json" 2> "$W/ingest.time"
 fi
+if [ ! -e "$W/runs/run-70.txt" ]; then
 log "writing 50 topics x 70 runs x 1,000 documents"
 rm -rf "$W/runs"
 mkdir -p "$W/runs"
@@ -76,11 +80,16 @@ for r in range(1, 71):
             for rank, d in enumerate(docs, 1):
                 out.write(f"{t} Q0 {d} {rank} {rng.random() * 100:.4f} run{r:02}\n")
 PY
+fi
 wc -l "$W"/runs/*.txt | tail -1 >&2
-log "ndd-index runs"
-/usr/bin/time -v "$BIN/ndd-index" runs --index "$W/ix" --json "$W"/runs/run-*.txt \
-    > "$W/runs.json" 2> "$W/runs.time"
+HERE=$(cd "$(dirname "$0")" && pwd)
+log "ndd-index runs --mem $MEM; load before: $(uptime)"
+/usr/bin/time -v -o "$W/runs.time" "$HERE/peak_mem.sh" \
+    "$BIN/ndd-index" runs --index "$W/ix" --json --mem "$MEM" "$W"/runs/run-*.txt \
+    > "$W/runs.json" 2> "$W/runs.peak"
+log "load after: $(uptime)"
 grep -E "Elapsed|Maximum resident|User time|System time" "$W/runs.time" >&2
+cat "$W/runs.peak" >&2
 python3 -c "
 import json; r = json.load(open('$W/runs.json'))
 print('seconds', round(r['seconds'], 1), 'topics', len(r['topics']), 'run_topics', len(r['run_topics']),

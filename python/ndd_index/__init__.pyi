@@ -203,6 +203,7 @@ class Index:
         top: Sequence[int] | None = None,
         strict: bool = False,
         dedup_run: str | os.PathLike[str] | None = None,
+        mem: int | str | None = None,
     ) -> dict[str, Any]: ...
     def fingerprint(
         self, html: Text, *, format: str | None = None, encoding: str = "utf-8"

@@ -1016,8 +1016,9 @@ impl PyIndex {
     /// dict. `runs` are TREC run files, `qrels` a judgments file; `threshold` is T (default
     /// 0.5), `top` the list depths n (default 10, 20, 50, 100, 200, 500). `dedup_run` (a
     /// folder) also writes each run without its redundant documents. The documents must be
-    /// in the index (their docnos as keys).
-    #[pyo3(signature = (runs, *, qrels=None, threshold=None, top=None, strict=false, dedup_run=None))]
+    /// in the index (their docnos as keys). `mem` (bytes or a size like "512MiB"; default a
+    /// quarter of RAM) bounds the topics' inverted indexes, as `runs --mem`.
+    #[pyo3(signature = (runs, *, qrels=None, threshold=None, top=None, strict=false, dedup_run=None, mem=None))]
     #[allow(clippy::too_many_arguments)]
     fn runs<'py>(
         &self,
@@ -1028,8 +1029,13 @@ impl PyIndex {
         top: Option<Vec<usize>>,
         strict: bool,
         dedup_run: Option<PathBuf>,
+        mem: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mut req = ndd_index::runs::RunsRequest::new(runs);
+        req.mem = match mem {
+            Some(m) if !m.is_none() => Some(size(m, "mem")?),
+            _ => None,
+        };
         req.qrels = qrels;
         if let Some(t) = opt_threshold(threshold, "threshold")? {
             req.threshold = t;

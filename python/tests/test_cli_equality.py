@@ -182,5 +182,20 @@ def test_runs_equal_to_the_cli(gen_indexes, cli, tmp_path):
     assert any(r["redundant"] > 0 for r in got["run_topics"])
     for f in ("a.run", "b.run"):
         assert (tmp_path / "py-dedup" / f).read_text() == (tmp_path / "cli-dedup" / f).read_text()
+    # `mem` bounds the topics' inverted indexes (as `runs --mem`): the least budget (1 MiB, in
+    # bytes or as a size) gives the same report; a smaller one is refused.
+    out_mem = run_cli(
+        cli, "runs", "--index", py_idx, "--json", "--top", "5,10", "--threshold", "0.6",
+        "--qrels", qrels, "--mem", "1MiB", run_a, run_b,
+    )
+    want_mem = json.loads(out_mem.stdout)
+    want_mem.pop("seconds")
+    with ndd.Index.open(py_idx, readonly=True) as ix:
+        for mem in ("1MiB", 1 << 20):
+            got = ix.runs([run_a, run_b], qrels=qrels, threshold=0.6, top=[5, 10], mem=mem)
+            got.pop("seconds")
+            assert got == want_mem == want
+        with pytest.raises((ValueError, ndd.Error), match="mem"):
+            ix.runs([run_a, run_b], mem=1000)
     with ndd.Index.open(py_idx, readonly=True) as ix, pytest.raises(ndd.Error, match="missing.run"):
         ix.runs([tmp_path / "missing.run"])

@@ -42,6 +42,10 @@ pub struct RunsArgs {
     /// Any docno that is not in the index is an error.
     #[arg(long)]
     strict: bool,
+    /// Memory budget of the topics' inverted indexes, e.g. 512MiB (default: a quarter of RAM).
+    /// The heap stays within it plus about 16 bytes per run line and 100 per distinct docno.
+    #[arg(long, value_name = "SIZE", value_parser = super::parse_size)]
+    mem: Option<u64>,
 }
 
 pub fn runs(a: RunsArgs) -> Result<(), Error> {
@@ -52,6 +56,7 @@ pub fn runs(a: RunsArgs) -> Result<(), Error> {
         threshold: a.threshold,
         top: a.top,
         strict: a.strict,
+        mem: a.mem,
     };
     let analysis = runs::analyze(&index, &req)?;
     if let Some(dir) = &a.dedup_run {

@@ -16,7 +16,11 @@ pub mod svg;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
+
+use rayon::prelude::*;
 
 use serde::Serialize;
 
@@ -25,8 +29,8 @@ use crate::input::site::url_host as site;
 use crate::threshold::Threshold;
 use crate::Index;
 pub use pairs::TopicPair;
-pub use parse::{read_qrels, read_run, Docnos, Qrels, Run, RunEntry, TopicId};
-use stats::{duplicated_at_levels, duplicated_in, levels, redundant_flags, Neighbors};
+pub use parse::{read_qrels, read_run, read_runs, Docnos, Qrels, Run, RunEntry, TopicId};
+use stats::{duplicated_from_best, duplicated_in, level_of, levels, redundant_flags, Neighbors};
 
 /// What `ndd-index runs` computes.
 #[derive(Clone, Debug)]
@@ -41,6 +45,10 @@ pub struct RunsRequest {
     pub top: Vec<usize>,
     /// Any docno not in the index is an error.
     pub strict: bool,
+    /// Memory budget of the topics' inverted indexes (all topics in work at once); `None`:
+    /// [`crate::ops::default_mem`]. The rest of the heap is about 16 bytes per run line and
+    /// 100 per distinct docno.
+    pub mem: Option<u64>,
 }
 
 impl RunsRequest {
@@ -51,6 +59,7 @@ impl RunsRequest {
             threshold: Threshold::from_ratio(1, 2),
             top: vec![10, 20, 50, 100, 200, 500],
             strict: false,
+            mem: None,
         }
     }
 }
@@ -163,7 +172,22 @@ pub struct Analysis {
 /// How many unresolved docnos are named in the report and in `--strict`'s error.
 const EXAMPLES: usize = 10;
 
+/// What one topic contributes to the report.
+struct TopicOut {
+    row: Option<TopicRow>,
+    qrels: Option<QrelsTopic>,
+    run_topics: Vec<RunTopicRow>,
+    /// (run index, redundancy flags of its list).
+    flags: Vec<(usize, Vec<bool>)>,
+    /// The pairs at >= T among the topic's run documents.
+    sources: Vec<(u32, u32)>,
+}
+
 /// Reads the runs and qrels of `req` and computes every count against `index`.
+///
+/// Topics are worked on by as many workers as there are threads (each with `mem / workers`
+/// for its inverted index, [`pairs::counted_pairs`]); the report is assembled in topic order,
+/// so it does not depend on the number of threads.
 pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
     let started = Instant::now();
     let t = req.threshold;
@@ -180,12 +204,15 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
     if req.runs.is_empty() {
         return Err(Error::InvalidArgument("no run files given".into()));
     }
+    let mem = req.mem.unwrap_or_else(crate::ops::default_mem);
+    if mem < MIN_MEM {
+        return Err(Error::InvalidArgument(format!(
+            "--mem {mem} is below the least `runs` works with ({} MiB)",
+            MIN_MEM >> 20
+        )));
+    }
     let mut docnos = Docnos::default();
-    let runs: Vec<Run> = req
-        .runs
-        .iter()
-        .map(|p| read_run(p, &mut docnos))
-        .collect::<Result<_>>()?;
+    let runs = parse::read_runs(&req.runs, &mut docnos)?;
     let mut names: HashMap<&str, &Path> = HashMap::new();
     for r in &runs {
         if let Some(other) = names.insert(&r.name, &r.path) {
@@ -201,7 +228,6 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
 
     // docno -> live doc id, looked up once per distinct docno (runs first, then qrels).
     let view = index.view();
-    let catalog = index.catalog();
     if let Some(q) = &qrels {
         for topic in q.topics.keys() {
             for d in q.relevant(topic) {
@@ -209,49 +235,16 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
             }
         }
     }
-    let resolved: Vec<Option<u32>> = (0..docnos.len() as u32)
-        .map(|i| {
-            Ok(catalog
-                .doc_by_key(docnos.name(i))?
-                .filter(|&d| view.is_live(d)))
-        })
-        .collect::<Result<_>>()?;
-    let mut unresolved: BTreeSet<&str> = BTreeSet::new();
-    // Per run, topic: the list as doc ids (None = unresolved).
-    let mut lists: Vec<BTreeMap<TopicId, Vec<Option<u32>>>> = Vec::with_capacity(runs.len());
-    for r in &runs {
-        let mut m = BTreeMap::new();
-        for (topic, entries) in &r.topics {
-            let mut l = Vec::with_capacity(entries.len());
-            for e in entries {
-                let id = resolved[e.docno as usize];
-                if id.is_none() {
-                    unresolved.insert(docnos.name(e.docno));
-                }
-                l.push(id);
-            }
-            m.insert(topic.clone(), l);
-        }
-        lists.push(m);
-    }
-    let resolve_qrel = |d: &str| docnos.get(d).and_then(|i| resolved[i as usize]);
-    let mut relevant: BTreeMap<TopicId, Vec<Option<u32>>> = BTreeMap::new();
-    if let Some(q) = &qrels {
-        for topic in q.topics.keys() {
-            let mut l = Vec::new();
-            for docno in q.relevant(topic) {
-                let id = resolve_qrel(docno);
-                if id.is_none() {
-                    unresolved.insert(docno);
-                }
-                l.push(id);
-            }
-            relevant.insert(topic.clone(), l);
-        }
-    }
+    let resolved = resolve(index, &docnos)?;
+    // Every interned docno is a run's or a relevant one: the unresolved are those not found.
+    let mut missing: Vec<&str> = (0..docnos.len() as u32)
+        .filter(|&i| resolved[i as usize].is_none())
+        .map(|i| docnos.name(i))
+        .collect();
+    missing.sort_unstable();
     let unresolved = Unresolved {
-        count: unresolved.len() as u64,
-        examples: unresolved
+        count: missing.len() as u64,
+        examples: missing
             .into_iter()
             .take(EXAMPLES)
             .map(str::to_string)
@@ -264,6 +257,17 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
             unresolved.examples.join(", ")
         )));
     }
+    let mut relevant: BTreeMap<TopicId, Vec<Option<u32>>> = BTreeMap::new();
+    if let Some(q) = &qrels {
+        for topic in q.topics.keys() {
+            let l = q
+                .relevant(topic)
+                .into_iter()
+                .map(|d| docnos.get(d).and_then(|i| resolved[i as usize]))
+                .collect();
+            relevant.insert(topic.clone(), l);
+        }
+    }
 
     // Topic by topic: the pairs of its documents down to the lowest level needed.
     let sample = index.options().sample()?;
@@ -273,66 +277,58 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
         .chain([t])
         .min_by(|a, b| a.as_f64().total_cmp(&b.as_f64()))
         .expect("nine levels");
-    let mut all_topics: BTreeSet<TopicId> = lists.iter().flat_map(|m| m.keys().cloned()).collect();
-    all_topics.extend(relevant.keys().cloned());
+    let mut all_topics: BTreeSet<&TopicId> = runs.iter().flat_map(|r| r.topics.keys()).collect();
+    all_topics.extend(relevant.keys());
+    let all_topics: Vec<&TopicId> = all_topics.into_iter().collect();
+    let ctx = TopicCtx {
+        view,
+        sample,
+        lowest,
+        t,
+        top: &req.top,
+        runs: &runs,
+        resolved: &resolved,
+        relevant: &relevant,
+    };
+    let workers = rayon::current_num_threads().min(all_topics.len()).max(1);
+    let per_topic = mem / workers as u64;
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let outs: Vec<Mutex<Option<Result<TopicOut>>>> =
+        all_topics.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= all_topics.len() || failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                let out = ctx.topic(all_topics[i], per_topic);
+                if out.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                *outs[i].lock().expect("no worker panics holding it") = Some(out);
+            });
+        }
+    });
     let mut topics = Vec::new();
     let mut run_topics = Vec::new();
     let mut flags: Vec<BTreeMap<TopicId, Vec<bool>>> = vec![BTreeMap::new(); runs.len()];
     let mut qrels_topics = Vec::new();
     let mut source_pairs: BTreeSet<(u32, u32)> = BTreeSet::new();
-    for topic in &all_topics {
-        let mut run_docs: BTreeSet<u32> = BTreeSet::new();
-        let mut run_docnos: BTreeSet<u32> = BTreeSet::new();
-        for (r, m) in runs.iter().zip(&lists) {
-            if let (Some(entries), Some(l)) = (r.topics.get(topic), m.get(topic)) {
-                run_docnos.extend(entries.iter().map(|e| e.docno));
-                run_docs.extend(l.iter().flatten());
-            }
+    for (topic, out) in all_topics.iter().zip(outs) {
+        // Topics after a failed one may not have run: the first error in topic order wins.
+        let Some(out) = out.into_inner().expect("no worker panics holding it") else {
+            continue;
+        };
+        let out = out?;
+        topics.extend(out.row);
+        qrels_topics.extend(out.qrels);
+        run_topics.extend(out.run_topics);
+        for (r, f) in out.flags {
+            flags[r].insert((*topic).clone(), f);
         }
-        let rel: BTreeSet<u32> = relevant
-            .get(topic)
-            .map(|l| l.iter().flatten().copied().collect())
-            .unwrap_or_default();
-        let docs: Vec<u32> = run_docs.union(&rel).copied().collect();
-        let pairs = pairs::topic_pairs(view, sample, lowest, &docs)?;
-        if !run_docnos.is_empty() {
-            topics.push(TopicRow {
-                topic: topic.text.clone(),
-                docs: run_docnos.len() as u64,
-                duplicated: duplicated_at_levels(&pairs, |d| run_docs.contains(&d)),
-            });
-            source_pairs.extend(
-                pairs
-                    .iter()
-                    .filter(|p| t.admits(p.inter, p.denom))
-                    .filter(|p| run_docs.contains(&p.a) && run_docs.contains(&p.b))
-                    .map(|p| (p.a, p.b)),
-            );
-        }
-        if let Some(l) = relevant.get(topic) {
-            qrels_topics.push(QrelsTopic {
-                topic: topic.text.clone(),
-                relevant: l.len() as u64,
-                duplicated: duplicated_at_levels(&pairs, |d| rel.contains(&d)),
-            });
-        }
-        let nb = Neighbors::new(&pairs, t);
-        for (ri, (r, m)) in runs.iter().zip(&lists).enumerate() {
-            let Some(list) = m.get(topic) else { continue };
-            let red = redundant_flags(list, &nb);
-            for &n in &req.top {
-                let k = n.min(list.len());
-                run_topics.push(RunTopicRow {
-                    run: r.name.clone(),
-                    topic: topic.text.clone(),
-                    n,
-                    docs: k as u64,
-                    duplicated: duplicated_in(&list[..k], &nb),
-                    redundant: red[..k].iter().filter(|&&x| x).count() as u64,
-                });
-            }
-            flags[ri].insert(topic.clone(), red);
-        }
+        source_pairs.extend(out.sources);
     }
 
     let table = req.top.iter().map(|&n| table_for(&run_topics, n)).collect();
@@ -379,6 +375,170 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
     })
 }
 
+/// The least `--mem`: below it the partitions of a topic's features get too many to be useful.
+pub const MIN_MEM: u64 = 1 << 20;
+
+/// Keys per batched lookup when docnos are resolved.
+const RESOLVE_CHUNK: usize = 4096;
+
+/// Each docno's live document (`None`: not in the index, or deleted): the docnos sorted by
+/// bytes and looked up in batches, in parallel, with RocksDB's sorted multi-get.
+fn resolve(index: &Index, docnos: &Docnos) -> Result<Vec<Option<u32>>> {
+    let view = index.view();
+    let catalog = index.catalog();
+    let mut order: Vec<u32> = (0..docnos.len() as u32).collect();
+    order.par_sort_unstable_by(|&a, &b| docnos.name(a).cmp(docnos.name(b)));
+    let found: Vec<Result<Vec<Option<u32>>>> = order
+        .par_chunks(RESOLVE_CHUNK)
+        .map(|chunk| {
+            let keys: Vec<&str> = chunk.iter().map(|&i| docnos.name(i)).collect();
+            catalog.docs_by_keys(&keys, true)
+        })
+        .collect();
+    let mut resolved = vec![None; docnos.len()];
+    for (chunk, got) in order.chunks(RESOLVE_CHUNK).zip(found) {
+        for (&i, d) in chunk.iter().zip(got?) {
+            resolved[i as usize] = d.filter(|&d| view.is_live(d));
+        }
+    }
+    Ok(resolved)
+}
+
+/// The indexes in `docs` of each pair's documents.
+fn pairs_index(docs: &[u32], pairs: &[TopicPair]) -> Vec<(usize, usize)> {
+    let at = |d: u32| {
+        docs.binary_search(&d)
+            .expect("a pair of the topic's documents")
+    };
+    pairs.iter().map(|p| (at(p.a), at(p.b))).collect()
+}
+
+/// What every topic's work reads.
+struct TopicCtx<'a> {
+    view: &'a crate::view::View,
+    sample: crate::fingerprint::Sample,
+    lowest: Threshold,
+    t: Threshold,
+    top: &'a [usize],
+    runs: &'a [Run],
+    resolved: &'a [Option<u32>],
+    relevant: &'a BTreeMap<TopicId, Vec<Option<u32>>>,
+}
+
+impl TopicCtx<'_> {
+    /// One topic's rows, flags and pairs (`mem`: the budget of its inverted index).
+    fn topic(&self, topic: &TopicId, mem: u64) -> Result<TopicOut> {
+        let t = self.t;
+        let lists: Vec<(usize, &Run, Vec<Option<u32>>)> = self
+            .runs
+            .iter()
+            .enumerate()
+            .filter_map(|(ri, r)| {
+                let entries = r.topics.get(topic)?;
+                Some((
+                    ri,
+                    r,
+                    entries
+                        .iter()
+                        .map(|e| self.resolved[e.docno as usize])
+                        .collect(),
+                ))
+            })
+            .collect();
+        let mut run_docnos: Vec<u32> = lists
+            .iter()
+            .flat_map(|(_, r, _)| r.topics[topic].iter().map(|e| e.docno))
+            .collect();
+        run_docnos.sort_unstable();
+        run_docnos.dedup();
+        let mut run_docs: Vec<u32> = lists
+            .iter()
+            .flat_map(|(_, _, l)| l.iter().flatten().copied())
+            .collect();
+        run_docs.sort_unstable();
+        run_docs.dedup();
+        let mut rel: Vec<u32> = self
+            .relevant
+            .get(topic)
+            .map(|l| l.iter().flatten().copied().collect())
+            .unwrap_or_default();
+        rel.sort_unstable();
+        rel.dedup();
+        let mut docs: Vec<u32> = run_docs.iter().chain(&rel).copied().collect();
+        docs.sort_unstable();
+        docs.dedup();
+        // Membership of each of `docs` in the two sets whose prevalence is counted, and each
+        // document's best level inside each set, taken as the pairs are found; only the pairs
+        // at >= T are kept.
+        let in_runs: Vec<bool> = docs
+            .iter()
+            .map(|d| run_docs.binary_search(d).is_ok())
+            .collect();
+        let in_rel: Vec<bool> = docs.iter().map(|d| rel.binary_search(d).is_ok()).collect();
+        let best_runs: Vec<AtomicU8> = docs.iter().map(|_| AtomicU8::new(0)).collect();
+        let best_rel: Vec<AtomicU8> = docs.iter().map(|_| AtomicU8::new(0)).collect();
+        let keep = |i: usize, j: usize, p: &TopicPair| {
+            let level = level_of(p);
+            for (set, best) in [(&in_runs, &best_runs), (&in_rel, &best_rel)] {
+                if set[i] && set[j] {
+                    best[i].fetch_max(level, Ordering::Relaxed);
+                    best[j].fetch_max(level, Ordering::Relaxed);
+                }
+            }
+            t.admits(p.inter, p.denom)
+        };
+        let pairs = pairs::topic_pairs(self.view, self.sample, self.lowest, &docs, mem, &keep)?;
+        let levels_in = |best: &[AtomicU8]| {
+            duplicated_from_best(best.iter().map(|b| b.load(Ordering::Relaxed)))
+        };
+        let mut out = TopicOut {
+            row: None,
+            qrels: None,
+            run_topics: Vec::new(),
+            flags: Vec::new(),
+            sources: Vec::new(),
+        };
+        if !run_docnos.is_empty() {
+            out.row = Some(TopicRow {
+                topic: topic.text.clone(),
+                docs: run_docnos.len() as u64,
+                duplicated: levels_in(&best_runs),
+            });
+            out.sources = pairs
+                .iter()
+                .zip(&pairs_index(&docs, &pairs))
+                .filter(|(_, &(i, j))| in_runs[i] && in_runs[j])
+                .map(|(p, _)| (p.a, p.b))
+                .collect();
+        }
+        if let Some(l) = self.relevant.get(topic) {
+            out.qrels = Some(QrelsTopic {
+                topic: topic.text.clone(),
+                relevant: l.len() as u64,
+                duplicated: levels_in(&best_rel),
+            });
+        }
+        let nb = Neighbors::new(&pairs, t);
+        drop(pairs);
+        for (ri, r, list) in lists {
+            let red = redundant_flags(&list, &nb);
+            for &n in self.top {
+                let k = n.min(list.len());
+                out.run_topics.push(RunTopicRow {
+                    run: r.name.clone(),
+                    topic: topic.text.clone(),
+                    n,
+                    docs: k as u64,
+                    duplicated: duplicated_in(&list[..k], &nb),
+                    redundant: red[..k].iter().filter(|&&x| x).count() as u64,
+                });
+            }
+            out.flags.push((ri, red));
+        }
+        Ok(out)
+    }
+}
+
 /// Table 4.1 at depth `n`: for 5%, 10%, ..., 95%, the share of run-topics whose
 /// redundant / docs is at least that (decided in integers).
 pub fn table_for(run_topics: &[RunTopicRow], n: usize) -> TableN {
@@ -414,11 +574,20 @@ pub fn table_for(run_topics: &[RunTopicRow], n: usize) -> TableN {
 fn sources_of(index: &Index, pairs: &BTreeSet<(u32, u32)>) -> Result<Sources> {
     let ids: BTreeSet<u32> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
     let ids: Vec<u32> = ids.into_iter().collect();
+    // Batches of records read in parallel: (doc, site) in id order.
+    let found: Vec<Result<Vec<(u32, Option<String>)>>> = ids
+        .par_chunks(4096)
+        .map(|chunk| {
+            Ok(chunk
+                .iter()
+                .zip(index.catalog().docs(chunk)?)
+                .map(|(&d, r)| (d, r.and_then(|r| r.url).as_deref().and_then(site)))
+                .collect())
+        })
+        .collect();
     let mut sites: HashMap<u32, Option<String>> = HashMap::with_capacity(ids.len());
-    for chunk in ids.chunks(4096) {
-        for (d, r) in chunk.iter().zip(index.catalog().docs(chunk)?) {
-            sites.insert(*d, r.and_then(|r| r.url).as_deref().and_then(site));
-        }
+    for f in found {
+        sites.extend(f?);
     }
     let mut s = Sources {
         pairs: pairs.len() as u64,
@@ -484,6 +653,9 @@ fn write_one(
     flags: &BTreeMap<TopicId, Vec<bool>>,
     tmp: &Path,
 ) -> Result<()> {
+    // The lines are read again for their columns as written (second column, score, tag).
+    let text = parse::read_text(&r.path)?;
+    let lines: Vec<&str> = text.lines().collect();
     let f = std::fs::File::create(tmp).map_err(|e| Error::io(tmp, e))?;
     let mut w = std::io::BufWriter::new(f);
     for (topic, entries) in &r.topics {
@@ -494,15 +666,20 @@ fn write_one(
                 continue;
             }
             rank += 1;
-            let (q0, tag) = &r.labels[e.label as usize];
-            writeln!(
-                w,
-                "{} {q0} {} {rank} {} {tag}",
-                topic.text,
-                docnos.name(e.docno),
-                Run::score_text(e)
-            )
-            .map_err(|e| Error::io(tmp, e))?;
+            let (f, nf) = lines
+                .get(e.line as usize - 1)
+                .map_or(([""; 6], 0), |l| parse::fields(l));
+            if nf != 6 || f[0] != topic.text || f[2] != docnos.name(e.docno) {
+                return Err(Error::BadLine {
+                    path: r.path.clone(),
+                    line: e.line.into(),
+                    reason: "the run file changed while it was read (this line no longer lists \
+                             the document it did)"
+                        .into(),
+                });
+            }
+            writeln!(w, "{} {} {} {rank} {} {}", f[0], f[1], f[2], f[4], f[5])
+                .map_err(|e| Error::io(tmp, e))?;
         }
     }
     let f = w.into_inner().map_err(|e| Error::io(tmp, e.into_error()))?;

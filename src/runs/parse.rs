@@ -7,16 +7,37 @@
 //! means `rel > 0`; a pair listed twice keeps its highest judgment. Blank lines are skipped.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use crate::error::{Error, Result};
+
+/// A fast hasher for docnos (xxh3 of the bytes; SipHash's DoS resistance buys nothing here).
+#[derive(Default)]
+pub struct StrHasher(u64);
+
+impl Hasher for StrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+    fn write_u8(&mut self, b: u8) {
+        self.0 = crate::fingerprint::hash::mix64(self.0 ^ b as u64);
+    }
+}
+
+type StrMap<K, V> = HashMap<K, V, BuildHasherDefault<StrHasher>>;
 
 /// Docnos, each stored once however many runs list it (3.5M run lines name far fewer
 /// documents).
 #[derive(Debug, Default)]
 pub struct Docnos {
-    ids: HashMap<Arc<str>, u32>,
+    ids: StrMap<Arc<str>, u32>,
     names: Vec<Arc<str>>,
 }
 
@@ -51,17 +72,13 @@ impl Docnos {
     }
 }
 
-/// One line of a run.
-#[derive(Clone, Debug, PartialEq)]
+/// One line of a run: 16 bytes, so 3.5M lines take 56 MB. The line's other columns (second
+/// column, tag, the score as written) are read again from the file by `--dedup-run`.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RunEntry {
+    pub score: f64,
     /// The docno's id in the [`Docnos`] the run was read with.
     pub docno: u32,
-    pub score: f64,
-    /// The score as written when Rust's shortest form of `score` differs from it (`9.50`,
-    /// `1e3`), so `--dedup-run` writes it back byte for byte.
-    pub score_text: Option<Box<str>>,
-    /// Index into [`Run::labels`]: the line's second column and tag.
-    pub label: u32,
     /// 1-based line number in its file.
     pub line: u32,
 }
@@ -76,15 +93,6 @@ pub struct Run {
     pub topics: BTreeMap<TopicId, Vec<RunEntry>>,
     /// The distinct (second column, tag) pairs of its lines (normally one: `Q0`, the tag).
     pub labels: Vec<(String, String)>,
-}
-
-impl Run {
-    /// The score of `e` as written.
-    pub fn score_text(e: &RunEntry) -> String {
-        e.score_text
-            .as_deref()
-            .map_or_else(|| e.score.to_string(), str::to_string)
-    }
 }
 
 /// A topic id, ordered numerically when it is a number ("2" < "10"), else bytewise.
@@ -117,7 +125,7 @@ fn bad(path: &Path, line: u64, reason: impl Into<String>) -> Error {
     }
 }
 
-fn read_text(path: &Path) -> Result<String> {
+pub(crate) fn read_text(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
@@ -126,31 +134,103 @@ fn read_text(path: &Path) -> Result<String> {
     })
 }
 
+/// The white-space separated fields of a line: the first six, and how many there are (no
+/// allocation per line).
+pub(crate) fn fields(raw: &str) -> ([&str; 6], usize) {
+    let mut f = [""; 6];
+    let mut n = 0;
+    for x in raw.split_whitespace() {
+        if n < 6 {
+            f[n] = x;
+        }
+        n += 1;
+    }
+    (f, n)
+}
+
 /// Reads a TREC run file, interning its docnos into `docnos`.
 pub fn read_run(path: &Path, docnos: &mut Docnos) -> Result<Run> {
     let text = read_text(path)?;
     parse_run(path, &text, docnos)
 }
 
+/// Reads run files, as many at once as there are threads (parsing, the duplicate check and
+/// trec_eval's sort run in parallel; the docnos are interned in file order, so ids are the same
+/// as reading them one by one). An error names the first bad file in the order given.
+pub fn read_runs(paths: &[PathBuf], docnos: &mut Docnos) -> Result<Vec<Run>> {
+    let mut runs = Vec::with_capacity(paths.len());
+    for chunk in paths.chunks(rayon::current_num_threads().max(1)) {
+        let texts: Vec<Result<String>> = chunk.par_iter().map(|p| read_text(p)).collect();
+        let texts: Vec<String> = texts.into_iter().collect::<Result<_>>()?;
+        let locals: Vec<Result<LocalRun<'_>>> = chunk
+            .par_iter()
+            .zip(&texts)
+            .map(|(p, t)| parse_local(p, t))
+            .collect();
+        for local in locals {
+            runs.push(local?.finish(docnos));
+        }
+    }
+    Ok(runs)
+}
+
 /// Parses the text of a run file (`path` only names it in errors).
 pub fn parse_run(path: &Path, text: &str, docnos: &mut Docnos) -> Result<Run> {
-    let mut topics: BTreeMap<TopicId, Vec<RunEntry>> = BTreeMap::new();
+    Ok(parse_local(path, text)?.finish(docnos))
+}
+
+/// A run parsed, its docnos numbered within the file (ids into `names`, slices of its text).
+struct LocalRun<'t> {
+    path: PathBuf,
+    topics: Vec<(TopicId, Vec<RunEntry>)>,
+    labels: Vec<(String, String)>,
+    names: Vec<&'t str>,
+}
+
+impl LocalRun<'_> {
+    /// The run with its docnos interned into `docnos`, in the order they appear in the file.
+    fn finish(self, docnos: &mut Docnos) -> Run {
+        let global: Vec<u32> = self.names.iter().map(|d| docnos.intern(d)).collect();
+        let topics = self
+            .topics
+            .into_iter()
+            .map(|(t, mut list)| {
+                for e in &mut list {
+                    e.docno = global[e.docno as usize];
+                }
+                (t, list)
+            })
+            .collect();
+        Run {
+            name: self.labels[0].1.clone(),
+            path: self.path,
+            topics,
+            labels: self.labels,
+        }
+    }
+}
+
+fn parse_local<'t>(path: &Path, text: &'t str) -> Result<LocalRun<'t>> {
+    let mut topics: Vec<(TopicId, Vec<RunEntry>)> = Vec::new();
     let mut labels: Vec<(String, String)> = Vec::new();
-    let mut topic_of: HashMap<&str, TopicId> = HashMap::new();
+    let mut topic_of: HashMap<&str, usize, BuildHasherDefault<StrHasher>> = HashMap::default();
+    let mut local: StrMap<&'t str, u32> = HashMap::default();
+    let mut names: Vec<&'t str> = Vec::new();
+    // The topic of the previous line: runs list a topic's lines together.
+    let mut last: Option<(&str, usize)> = None;
     for (i, raw) in text.lines().enumerate() {
         let line = u32::try_from(i + 1)
             .map_err(|_| bad(path, i as u64 + 1, "more than 4 billion lines"))?;
-        let f: Vec<&str> = raw.split_whitespace().collect();
-        if f.is_empty() {
+        let (f, nf) = fields(raw);
+        if nf == 0 {
             continue;
         }
-        if f.len() != 6 {
+        if nf != 6 {
             return Err(bad(
                 path,
                 line.into(),
                 format!(
-                    "malformed run line: {} fields, expected 6 (qid Q0 docno rank score tag)",
-                    f.len()
+                    "malformed run line: {nf} fields, expected 6 (qid Q0 docno rank score tag)"
                 ),
             ));
         }
@@ -165,24 +245,27 @@ pub fn parse_run(path: &Path, text: &str, docnos: &mut Docnos) -> Result<Run> {
                     format!("malformed run line: score {:?} is not a number", f[4]),
                 )
             })?;
-        let label = match labels.iter().position(|(q, t)| q == f[1] && t == f[5]) {
-            Some(l) => l,
-            None => {
-                labels.push((f[1].to_string(), f[5].to_string()));
-                labels.len() - 1
+        if !labels.iter().any(|(q, t)| q == f[1] && t == f[5]) {
+            labels.push((f[1].to_string(), f[5].to_string()));
+        }
+        let ti = match last {
+            Some((q, ti)) if q == f[0] => ti,
+            _ => {
+                let next = topics.len();
+                let ti = *topic_of.entry(f[0]).or_insert(next);
+                if ti == next {
+                    topics.push((TopicId::new(f[0]), Vec::new()));
+                }
+                last = Some((f[0], ti));
+                ti
             }
-        } as u32;
-        let topic = topic_of
-            .entry(f[0])
-            .or_insert_with(|| TopicId::new(f[0]))
-            .clone();
-        topics.entry(topic).or_default().push(RunEntry {
-            docno: docnos.intern(f[2]),
-            score,
-            score_text: (score.to_string() != f[4]).then(|| f[4].into()),
-            label,
-            line,
-        });
+        };
+        let next = names.len() as u32;
+        let docno = *local.entry(f[2]).or_insert(next);
+        if docno == next {
+            names.push(f[2]);
+        }
+        topics[ti].1.push(RunEntry { score, docno, line });
     }
     if labels.is_empty() {
         return Err(bad(
@@ -191,6 +274,8 @@ pub fn parse_run(path: &Path, text: &str, docnos: &mut Docnos) -> Result<Run> {
             "empty run file (no `qid Q0 docno rank score tag` line)",
         ));
     }
+    // Errors name the first topic in topic order, as a map of topics would.
+    topics.sort_by(|a, b| a.0.cmp(&b.0));
     for (topic, list) in topics.iter_mut() {
         // A docno twice in one topic: name the later line and the first.
         list.sort_unstable_by_key(|e| (e.docno, e.line));
@@ -200,25 +285,23 @@ pub fn parse_run(path: &Path, text: &str, docnos: &mut Docnos) -> Result<Run> {
                 w[1].line.into(),
                 format!(
                     "document {} is listed twice for topic {topic} (also on line {})",
-                    docnos.name(w[0].docno),
-                    w[0].line
+                    names[w[0].docno as usize], w[0].line
                 ),
             ));
         }
         list.sort_by(|a, b| {
             b.score.total_cmp(&a.score).then_with(|| {
-                docnos
-                    .name(b.docno)
+                names[b.docno as usize]
                     .as_bytes()
-                    .cmp(docnos.name(a.docno).as_bytes())
+                    .cmp(names[a.docno as usize].as_bytes())
             })
         });
     }
-    Ok(Run {
-        name: labels[0].1.clone(),
+    Ok(LocalRun {
         path: path.to_path_buf(),
         topics,
         labels,
+        names,
     })
 }
 
@@ -308,16 +391,16 @@ mod tests {
             .collect();
         // Score descending, ties by docno descending; the rank column is ignored.
         assert_eq!(t10, ["c", "b", "a"]);
-        // Scores are written back as they were: "2.0" and "5e0" are not Rust's shortest forms.
-        let texts: Vec<String> = r.topics[&TopicId::new("10")]
+        // The lines behind the order (the dedup writer reads them again) and the docno ids in
+        // order of first appearance.
+        let lines: Vec<u32> = r.topics[&TopicId::new("10")]
             .iter()
-            .map(Run::score_text)
+            .map(|e| e.line)
             .collect();
-        assert_eq!(texts, ["5e0", "2.0", "2.0"]);
-        let x = &r.topics[&TopicId::new("2")][0];
+        assert_eq!(lines, [5, 1, 3]);
         assert_eq!(
-            (x.score_text.as_deref(), Run::score_text(x)),
-            (None, "1".to_string())
+            (d.get("b"), d.get("x"), d.get("a"), d.get("c")),
+            (Some(0), Some(1), Some(2), Some(3))
         );
         assert_eq!(r.labels, [("Q0".to_string(), "tagA".to_string())]);
     }

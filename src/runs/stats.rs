@@ -49,6 +49,25 @@ pub fn duplicated_at_levels(
         .collect()
 }
 
+/// The highest level (1..=9 for 0.1..0.9, 0: below 0.1) a pair's resemblance reaches.
+pub fn level_of(p: &TopicPair) -> u8 {
+    (1..=9u8)
+        .rev()
+        .find(|&k| Threshold::from_ratio(k as u64, 10).admits(p.inter, p.denom))
+        .unwrap_or(0)
+}
+
+/// For each level, how many documents reach it with their best partner: `best` holds each
+/// document's highest [`level_of`] over its pairs inside the set (0 for none, and for documents
+/// outside the set). The same counts as [`duplicated_at_levels`] over those pairs.
+pub fn duplicated_from_best(best: impl Iterator<Item = u8> + Clone) -> BTreeMap<String, u64> {
+    levels()
+        .into_iter()
+        .zip(1u8..)
+        .map(|((label, _), k)| (label, best.clone().filter(|&b| b >= k).count() as u64))
+        .collect()
+}
+
 /// Each document's partners at resemblance >= T.
 #[derive(Debug, Default)]
 pub struct Neighbors(HashMap<u32, Vec<u32>>);
@@ -112,6 +131,16 @@ mod tests {
         assert_eq!(all["0.4"], 4); // 1 and 4 at 0.5, 2 and 3 at 0.9
         assert_eq!(all["0.6"], 2);
         assert_eq!(all["0.9"], 2);
+        // The same from each document's best level.
+        let mut best = [0u8; 5];
+        for p in &pairs {
+            for d in [p.a, p.b] {
+                best[d as usize] = best[d as usize].max(level_of(p));
+            }
+        }
+        assert_eq!(duplicated_from_best(best.iter().copied()), all);
+        assert_eq!(level_of(&pair(1, 4, 5, 10)), 5);
+        assert_eq!(level_of(&pair(1, 4, 1, 11)), 0);
         let without_3 = duplicated_at_levels(&pairs, |d| d != 3);
         assert_eq!(without_3["0.3"], 3);
         assert_eq!(without_3["0.6"], 0);
