@@ -11,7 +11,11 @@
 //! Nothing here recurses, so 100,000 nested elements cost no native stack.
 
 use super::tags::Tag;
-use super::tree::is_ws;
+
+/// HTML whitespace: tab, LF, FF, CR, space.
+pub(super) fn is_ws(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
+}
 
 /// Index of a node in the arena.
 pub(super) type NodeId = u32;

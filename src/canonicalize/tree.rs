@@ -158,10 +158,8 @@ pub(super) struct Tree {
     pub(super) next_state: Option<State>,
 }
 
-/// HTML whitespace: tab, LF, FF, CR, space.
-pub(super) fn is_ws(b: u8) -> bool {
-    matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ')
-}
+/// HTML whitespace (defined with the DOM arena, which measures text by it).
+pub(super) use super::dom::is_ws;
 
 pub(super) fn all_ws(s: &[u8]) -> bool {
     s.iter().all(|&b| is_ws(b))

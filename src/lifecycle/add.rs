@@ -336,9 +336,9 @@ impl Index {
             let methods = &self.options().methods;
             let entry = delta_segment::write_temp(tmp, "add.ndds", &n.delta_docs(), methods)?;
             let sizes: Vec<u32> = n.news.iter().map(|(r, _)| r.features).collect();
-            let v = self
-                .view
-                .with_new_segment(&tmp.join("add.ndds"), entry, &sizes, &extra_tombs)?;
+            let v =
+                self.view
+                    .with_new_segment(&tmp.join("add.ndds"), entry, &sizes, &extra_tombs)?;
             // Written by this call a moment ago: no need to check its blocks on first use.
             if let Some(p) = v.segments.last() {
                 p.seg.assume_verified();

@@ -40,18 +40,8 @@ impl Index {
     }
 }
 
-/// The default memory budget of sorts and joins: a quarter of physical memory (from
-/// /proc/meminfo), at least 64 MiB; 1 GiB when it cannot be read.
-pub fn default_mem() -> u64 {
-    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        m.lines()
-            .find(|l| l.starts_with("MemTotal:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map(|kb| kb * 1024)
-    });
-    total.map(|t| (t / 4).max(64 << 20)).unwrap_or(1 << 30)
-}
+/// The default memory budget of sorts and joins ([`crate::sort::default_mem`]).
+pub use crate::sort::default_mem;
 
 /// Parses sizes like `512MiB`, `2G`, `100m`, `65536` (at least 1 MiB).
 pub fn parse_size(s: &str) -> std::result::Result<u64, String> {

@@ -46,7 +46,7 @@ pub struct RunsRequest {
     /// Any docno not in the index is an error.
     pub strict: bool,
     /// Memory budget of the topics' inverted indexes (all topics in work at once); `None`:
-    /// [`crate::ops::default_mem`]. The rest of the heap is about 16 bytes per run line and
+    /// [`crate::sort::default_mem`]. The rest of the heap is about 16 bytes per run line and
     /// 100 per distinct docno.
     pub mem: Option<u64>,
 }
@@ -204,7 +204,7 @@ pub fn analyze(index: &Index, req: &RunsRequest) -> Result<Analysis> {
     if req.runs.is_empty() {
         return Err(Error::InvalidArgument("no run files given".into()));
     }
-    let mem = req.mem.unwrap_or_else(crate::ops::default_mem);
+    let mem = req.mem.unwrap_or_else(crate::sort::default_mem);
     if mem < MIN_MEM {
         return Err(Error::InvalidArgument(format!(
             "--mem {mem} is below the least `runs` works with ({} MiB)",

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("failpoint", 0),
     ("threshold", 0),
     ("canonicalize", 0),
+    ("plot", 0),
     ("fingerprint", 0),
     ("input", 0),
     ("segment", 0),
