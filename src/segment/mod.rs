@@ -22,6 +22,7 @@ pub mod filter;
 mod format;
 #[doc(hidden)]
 pub mod fuzz;
+mod layout;
 mod postings;
 mod reader;
 mod seek;

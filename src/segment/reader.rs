@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use memmap2::Mmap;
@@ -17,6 +17,7 @@ use crate::error::{Error, IoResultExt, Result};
 
 use super::block::BlockView;
 use super::format::BlockRef;
+use super::layout::{check_layout, Table};
 use super::postings::{decode_postings, PostingList, VALUE_PATH};
 use super::u64s::{decode_u64s_version, U64List};
 use super::{SegmentMeta, TableMeta};
@@ -37,30 +38,6 @@ pub struct Segment {
 /// `(offset, len)` of every POSTINGS block's filter value; `None` when the segment has no
 /// filter table; `Err((offset, reason))` when the table does not match the POSTINGS blocks.
 type FilterSlots = std::result::Result<Option<Box<[(u64, u32)]>>, (u64, String)>;
-
-pub(super) struct Table {
-    pub(super) meta: TableMeta,
-    pub(super) blocks: Box<[BlockRef]>,
-    /// `blocks[i].last_key`, packed: the block search of `get` touches 8 instead of 32 bytes a probe.
-    pub(super) last_keys: Box<[u64]>,
-    /// Bit i set = block i passed its crc and structure checks.
-    verified: Box<[AtomicU64]>,
-}
-
-impl Table {
-    pub(super) fn new(meta: TableMeta, blocks: Box<[BlockRef]>) -> Self {
-        let verified = (0..blocks.len().div_ceil(64))
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        let last_keys = blocks.iter().map(|b| b.last_key).collect();
-        Table {
-            meta,
-            blocks,
-            last_keys,
-            verified,
-        }
-    }
-}
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,7 +64,7 @@ impl Segment {
         // truncating the file would break this, as for every mmap-based store; that is outside
         // the engine's contract.)
         let map = unsafe { Mmap::map(&file) }.at(&path)?;
-        let (tables, footer) = super::verify::check_layout(&path, &map)?;
+        let (tables, footer) = check_layout(&path, &map)?;
         Ok(Segment {
             path,
             map,

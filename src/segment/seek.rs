@@ -8,8 +8,9 @@
 //! index, never back.
 
 use super::block::BlockView;
+use super::layout::Table;
 use super::postings::{decode_postings, PostingList};
-use super::reader::{Segment, Table};
+use super::reader::Segment;
 use crate::error::{Error, Result};
 
 /// Forward-only lookups in one table of a segment (see the module docs).
