@@ -92,16 +92,7 @@ pub fn round_trip(bytes: &[u8]) {
     super::encode_postings(&ids, &mut out);
     let back = decode_postings(&out).map(|l| l.to_vec());
     assert_eq!(back.ok().as_ref(), Some(&ids), "posting list round trip");
-    let mut hashes: Vec<u64> = bytes
-        .chunks(8)
-        .map(|c| {
-            let mut w = [0u8; 8];
-            w[..c.len()].copy_from_slice(c);
-            u64::from_le_bytes(w)
-        })
-        .collect();
-    hashes.sort_unstable();
-    hashes.dedup();
+    let hashes = u64_words(bytes);
     out.clear();
     super::encode_u64s(&hashes, &mut out);
     let back = decode_u64s_version(&out, 2).map(|l| l.to_vec());
@@ -139,7 +130,19 @@ pub fn key_filter(bytes: &[u8]) -> usize {
             n += f.may_contain(k) as usize;
         }
     }
-    let mut keys: Vec<u64> = bytes
+    let keys = u64_words(bytes);
+    let mut v = Vec::new();
+    super::filter::build(&keys, &mut v);
+    for &k in &keys {
+        assert!(super::filter::may_contain(&v, k), "key filter misses {k}");
+    }
+    n + v.len()
+}
+
+/// The u64 LE words `bytes` spells (the last one zero-padded), sorted and deduplicated: a
+/// valid FORWARD list or key set derived from fuzz input.
+fn u64_words(bytes: &[u8]) -> Vec<u64> {
+    let mut v: Vec<u64> = bytes
         .chunks(8)
         .map(|c| {
             let mut w = [0u8; 8];
@@ -147,12 +150,7 @@ pub fn key_filter(bytes: &[u8]) -> usize {
             u64::from_le_bytes(w)
         })
         .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let mut v = Vec::new();
-    super::filter::build(&keys, &mut v);
-    for &k in &keys {
-        assert!(super::filter::may_contain(&v, k), "key filter misses {k}");
-    }
-    n + v.len()
+    v.sort_unstable();
+    v.dedup();
+    v
 }
