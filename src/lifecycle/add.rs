@@ -278,17 +278,7 @@ impl Index {
             n.methods.add(doc, &fp, x);
             reports.push(DocReport::of(raw.key.clone(), status, doc));
             n.news.push((
-                DocRecord {
-                    key: raw.key,
-                    batch: batch_id,
-                    words: fp.words,
-                    shingles: fp.shingles,
-                    features: fp.features.len() as u32,
-                    simhash: fp.simhash,
-                    digest: fp.digest,
-                    bytes: raw.bytes.len() as u64,
-                    url: raw.url,
-                },
+                DocRecord::new(raw.key, batch_id, &fp, raw.bytes.len() as u64, raw.url),
                 delta,
             ));
         }

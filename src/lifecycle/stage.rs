@@ -310,17 +310,7 @@ impl PartWriter {
         }
         self.postings += fp.features.len() as u64;
         self.methods.add(doc, &fp, extras);
-        let rec = DocRecord {
-            key: raw.key,
-            batch: 0,
-            words: fp.words,
-            shingles: fp.shingles,
-            features: fp.features.len() as u32,
-            simhash: fp.simhash,
-            digest: fp.digest,
-            bytes: raw.bytes.len() as u64,
-            url: raw.url,
-        };
+        let rec = DocRecord::new(raw.key, 0, &fp, raw.bytes.len() as u64, raw.url);
         self.recs.add(doc as u64, &rec.encode())?;
         self.doc_lo.get_or_insert(doc);
         self.next = doc.checked_add(1).ok_or_else(|| Error::Document {

@@ -465,17 +465,7 @@ impl Index {
         }
         // `exact_duplicate_of` and the rest are filled in after the publish.
         b.reports.push(&DocReport::of(key.clone(), status, doc))?;
-        b.new_docs.push(DocRecord {
-            key,
-            batch: b.id,
-            words: fp.words,
-            shingles: fp.shingles,
-            features: fp.features.len() as u32,
-            simhash: fp.simhash,
-            digest: fp.digest,
-            bytes,
-            url,
-        });
+        b.new_docs.push(DocRecord::new(key, b.id, &fp, bytes, url));
         Ok(None)
     }
 

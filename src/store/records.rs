@@ -39,6 +39,28 @@ pub const DOC_RECORD_VERSION_URL: u8 = 2;
 pub const DOC_RECORD_HEADER: usize = 1 + 4 + 4 + 4 + 4 + 8 + 16 + 8 + 4;
 
 impl DocRecord {
+    /// The record of a document of batch `batch` with fingerprint `fp`, whose raw input was
+    /// `bytes` long: what ingest, add and a staged part store alike.
+    pub fn new(
+        key: String,
+        batch: u32,
+        fp: &crate::fingerprint::Fingerprint,
+        bytes: u64,
+        url: Option<String>,
+    ) -> DocRecord {
+        DocRecord {
+            key,
+            batch,
+            words: fp.words,
+            shingles: fp.shingles,
+            features: fp.features.len() as u32,
+            simhash: fp.simhash,
+            digest: fp.digest,
+            bytes,
+            url,
+        }
+    }
+
     /// Encodes as in format-spec/rocksdb.md, "docs".
     pub fn encode(&self) -> Vec<u8> {
         let url_part = self.url.as_ref().map_or(0, |u| 4 + u.len());
