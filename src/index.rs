@@ -90,6 +90,8 @@ impl Index {
         };
         let manifest = catalog.manifest()?;
         remove_orphans(&dir, &manifest)?;
+        // A batch killed before its publishing write left staged catalog entries behind.
+        catalog.discard_staged()?;
         let view = Arc::new(View::load(&dir, &catalog, &options)?);
         Ok(Index {
             dir,

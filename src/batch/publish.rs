@@ -41,6 +41,39 @@ pub(crate) fn stage_docs<'r>(
     Ok(())
 }
 
+/// The publishing write's part of a batch whose new documents were staged as they came
+/// (`ingest`; format-spec/rocksdb.md, "Staged entries"): their `docs`, new `keys` and
+/// `digests` entries are in the catalog already, below the new `meta/next_doc`. What a staged
+/// entry cannot say before the batch is published goes here, as [`stage_docs`] writes it: the
+/// key of each replacing document (it names the replaced one until then), the tombstone of the
+/// replaced document and the removal of a digest entry that named it. Then the `stage/`
+/// scratch keys go. Returns the number of replacements.
+pub(crate) fn stage_staged_replacements(
+    catalog: &Catalog,
+    wb: &mut CatalogBatch<'_>,
+) -> Result<u64> {
+    let mut n = 0;
+    for item in catalog.staged_replacements() {
+        let (new, old) = item?;
+        let rec = catalog
+            .staged_doc(new)?
+            .ok_or_else(|| crate::error::Error::CorruptEntry {
+                what: format!("docs/{new}"),
+                reason: "a staged replacement has no staged record".into(),
+            })?;
+        wb.put_key(&rec.key, new);
+        wb.put_tombstone(old);
+        if let Some(old_rec) = catalog.doc(old)? {
+            if catalog.doc_by_digest(&old_rec.digest)? == Some(old) {
+                wb.delete_digest(&old_rec.digest);
+            }
+        }
+        n += 1;
+    }
+    wb.clear_stage();
+    Ok(n)
+}
+
 /// Stages the clusters after a batch: those of the `replaced` documents (tombstoned in `view`)
 /// recomputed without them as `delete` does, then the new documents' (ids from `doc_lo`)
 /// pairs at the cluster threshold folded in. Returns the new cluster of each document whose

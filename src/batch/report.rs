@@ -115,7 +115,7 @@ impl<'a> Outcome<'a> {
     pub(crate) fn finish(
         &self,
         r: &mut DocReport,
-        new_key: impl Fn(usize) -> String,
+        new_key: impl Fn(usize) -> Result<String>,
     ) -> Result<()> {
         let Some(doc) = r.doc else { return Ok(()) };
         if !matches!(r.status, DocStatus::New | DocStatus::Replaced) {
@@ -123,7 +123,7 @@ impl<'a> Outcome<'a> {
         }
         let key_of = |d: u32| -> Result<String> {
             if d >= self.doc_lo {
-                Ok(new_key((d - self.doc_lo) as usize))
+                new_key((d - self.doc_lo) as usize)
             } else {
                 Ok(self.catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
             }

@@ -186,7 +186,7 @@ impl Index {
             &clusters,
         );
         for mut r in n.reports {
-            outcome.finish(&mut r, |i| n.news[i].0.key.clone())?;
+            outcome.finish(&mut r, |i| Ok(n.news[i].0.key.clone()))?;
             report(&r)?;
         }
         s.phase_micros[6] += lap.next();

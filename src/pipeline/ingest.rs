@@ -3,7 +3,10 @@
 //! -> fold new edges into the clusters -> publish segment, documents, clusters and batch record
 //! in one synced RocksDB write.
 //!
-//! Until that write nothing is visible: a crash before it leaves an unpublished segment file
+//! The new documents' catalog records are staged while the batch is read (`docs`, `keys`,
+//! `digests` entries above the published `meta/next_doc`, which every reader ignores:
+//! `store::staged`), so the heap does not grow with the batch. Until the publishing write
+//! nothing is visible: a crash before it leaves an unpublished segment file and staged entries
 //! that the next writer removes, so a batch is all there or not at all. A key already indexed
 //! with the same canonical text is skipped ("unchanged"), so re-running an ingest is safe.
 //!
@@ -20,7 +23,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::batch::intake::{Intake, Known, DUPLICATE_KEY};
+use crate::batch::intake::{Known, StagedIntake, DUPLICATE_KEY};
 use crate::batch::report::Outcome;
 use crate::batch::{self, publish, Named};
 use crate::build::{BuiltSegment, SegmentBuilder};
@@ -268,8 +271,10 @@ struct Batch {
     next_doc: u32,
     /// Reports wait for the publish (cluster ids) in a spool file under DIR/tmp.
     reports: ReportSpool,
-    intake: Intake,
-    new_docs: Vec<DocRecord>,
+    intake: StagedIntake,
+    /// Feature count of each new document (id `doc_lo + i`); their records are staged in the
+    /// catalog.
+    sizes: Vec<u32>,
 }
 
 impl Index {
@@ -283,6 +288,21 @@ impl Index {
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<IngestSummary> {
         self.require_writer()?;
+        let result = self.ingest_batch(inputs.into(), opts, report, progress);
+        if result.is_err() {
+            // Nothing was published: remove what the batch staged (the next writer would).
+            let _ = self.catalog.discard_staged();
+        }
+        result
+    }
+
+    fn ingest_batch(
+        &mut self,
+        inputs: Source,
+        opts: &IngestOptions,
+        report: &mut dyn FnMut(&DocReport) -> Result<()>,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<IngestSummary> {
         let started = Instant::now();
         let (name, id) = match batch::name(&self.catalog, opts.batch.as_deref(), "batch")? {
             Named::New { name, id } => (name, id),
@@ -296,7 +316,7 @@ impl Index {
             }
         };
         let (mut b, seg) = self.start_batch(name, id, opts)?;
-        let seg = self.read_batch(&mut b, seg, inputs.into(), opts, progress)?;
+        let seg = self.read_batch(&mut b, seg, inputs, opts, progress)?;
 
         progress(Progress::Stage("sorting postings"));
         let mut lap = Instant::now();
@@ -327,6 +347,8 @@ impl Index {
         opts: &IngestOptions,
     ) -> Result<(Batch, NewSegment)> {
         let catalog = &self.catalog;
+        // A failed batch of this handle's earlier calls may have left staged entries.
+        catalog.discard_staged()?;
         let manifest = catalog.manifest()?;
         let doc_lo = catalog.next_doc()?;
         let seg_id = manifest.next_segment_id();
@@ -359,8 +381,8 @@ impl Index {
             doc_lo,
             next_doc: doc_lo,
             reports: ReportSpool::new(&self.tmp_dir())?,
-            intake: Intake::new(self.view.tombstones.clone()),
-            new_docs: Vec::new(),
+            intake: StagedIntake::new(self.view.tombstones.clone()),
+            sizes: Vec::new(),
         };
         Ok((b, seg))
     }
@@ -433,7 +455,9 @@ impl Index {
             } => (key, url, origin, bytes, fp, extras),
         };
         b.s.input_bytes += bytes;
-        if !b.intake.first_of_key(&key) {
+        // This document's staged catalog entries, written before the next one is filed.
+        let mut wb = catalog.batch_writer();
+        if !b.intake.first_of_key(catalog, &mut wb, &key)? {
             if strict {
                 b.s.errors += 1; // the error names the key, not the origin
                 let reason = DUPLICATE_KEY.to_string();
@@ -441,9 +465,11 @@ impl Index {
             }
             return reject(b, strict, key, origin, DUPLICATE_KEY.to_string());
         }
-        let status = match b.intake.known(catalog, &key, &fp.digest)? {
+        let (known, replaces) = b.intake.known(catalog, &key, &fp.digest)?;
+        let status = match known {
             Known::Unchanged(old) => {
                 b.s.unchanged += 1;
+                catalog.write_staged(wb)?;
                 b.reports
                     .push(&DocReport::of(key, DocStatus::Unchanged, old))?;
                 return Ok(None);
@@ -460,12 +486,25 @@ impl Index {
             .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
         seg.add(doc, &fp, extras)?;
         b.s.features += fp.features.len() as u64;
-        if b.intake.exact(catalog, doc, &fp.digest)? {
-            b.s.exact_duplicates += 1;
+        if let Some(old) = replaces {
+            b.intake.replace(&mut wb, doc, old);
         }
-        // `exact_duplicate_of` and the rest are filled in after the publish.
-        b.reports.push(&DocReport::of(key.clone(), status, doc))?;
-        b.new_docs.push(DocRecord::new(key, b.id, &fp, bytes, url));
+        let mut r = DocReport::of(key.clone(), status, doc);
+        if let Some(e) = b.intake.exact(catalog, &mut wb, doc, &fp.digest)? {
+            b.s.exact_duplicates += 1;
+            // An earlier document of the batch (staged) or an older one.
+            r.exact_duplicate_of = Some(catalog.staged_doc(e)?.map(|r| r.key).unwrap_or_default());
+        }
+        // The rest of the report is filled in after the publish.
+        b.reports.push(&r)?;
+        let rec = DocRecord::new(key, b.id, &fp, bytes, url);
+        wb.put_doc(doc, &rec);
+        if status == DocStatus::New {
+            // A replacing document's key names the replaced one until the publish.
+            wb.put_key(&rec.key, doc);
+        }
+        catalog.write_staged(wb)?;
+        b.sizes.push(rec.features);
         Ok(None)
     }
 
@@ -480,11 +519,10 @@ impl Index {
     ) -> Result<(View, Vec<Pair>)> {
         let (doc_lo, doc_hi) = (b.doc_lo, b.next_doc);
         let entry = built.entry(b.seg_id, doc_lo, doc_hi);
-        let sizes: Vec<u32> = b.new_docs.iter().map(|r| r.features).collect();
         let view = self.view.with_new_segment(
             &self.segment_path(&entry.file),
             entry,
-            &sizes,
+            &b.sizes,
             &b.intake.replaced_tombstones(),
         )?;
         let fp_opts = self.options().fingerprint()?;
@@ -543,18 +581,8 @@ impl Index {
             pairs,
             doc_lo,
         )?;
-        let docs = b
-            .new_docs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (doc_lo + i as u32, r));
-        publish::stage_docs(
-            catalog,
-            &mut wb,
-            docs,
-            &b.intake.digests,
-            &b.intake.replaced,
-        )?;
+        // The documents are staged already; what waits for the publish, and the scratch keys.
+        publish::stage_staged_replacements(catalog, &mut wb)?;
         let s = &mut b.s;
         let mut manifest = std::mem::take(&mut b.manifest);
         if added > 0 {
@@ -595,9 +623,15 @@ impl Index {
         started: Instant,
         report: &mut dyn FnMut(&DocReport) -> Result<()>,
     ) -> Result<IngestSummary> {
-        let outcome = Outcome::new(&self.catalog, b.doc_lo, pairs, &b.intake.exact_of, clusters);
+        // Exact duplicates are in the spooled reports already.
+        let no_exact = std::collections::HashMap::new();
+        let outcome = Outcome::new(&self.catalog, b.doc_lo, pairs, &no_exact, clusters);
+        let catalog = &self.catalog;
         b.reports.drain(|mut r| {
-            outcome.finish(&mut r, |i| b.new_docs[i].key.clone())?;
+            outcome.finish(&mut r, |i| {
+                let d = b.doc_lo + i as u32;
+                Ok(catalog.doc(d)?.map(|r| r.key).unwrap_or_default())
+            })?;
             report(&r)
         })?;
         let mut s = b.s;
@@ -627,4 +661,198 @@ fn reject(
     }
     b.reports.push(&DocReport::rejected(key, origin, reason))?;
     Ok(None)
+}
+
+#[cfg(test)]
+mod staged_tests {
+    //! A batch's catalog records are staged while it is read (store::staged): the batch still
+    //! publishes as today (statuses, exact duplicates, replacements), a failed batch leaves
+    //! nothing, and staged entries are invisible to readers until published.
+    use super::*;
+    use crate::options::CreateOptions;
+    use crate::store::staged::STAGE_PREFIX;
+    use crate::store::CF_DOCS;
+
+    fn page(i: u32, edits: u32) -> Vec<u8> {
+        let words: Vec<String> = (0..40)
+            .map(|w| {
+                if w < edits {
+                    format!("edit{i}x{w}")
+                } else {
+                    format!("w{i}y{w}")
+                }
+            })
+            .collect();
+        format!("<html><body><p>{}</p></body></html>", words.join(" ")).into_bytes()
+    }
+
+    fn run(
+        ix: &mut Index,
+        name: &str,
+        docs: Vec<(&str, Vec<u8>)>,
+        strict: bool,
+    ) -> Result<(IngestSummary, Vec<DocReport>)> {
+        let docs: Vec<(String, Vec<u8>)> = docs
+            .into_iter()
+            .map(|(k, b)| (format!("{k}.html"), b))
+            .collect();
+        let opts = IngestOptions {
+            batch: Some(name.into()),
+            strict,
+            mem_bytes: 16 << 20,
+            ..IngestOptions::default()
+        };
+        let mut reports = Vec::new();
+        let s = ix.ingest(
+            Source::Docs(docs),
+            &opts,
+            &mut |r| {
+                reports.push(r.clone());
+                Ok(())
+            },
+            &|_| {},
+        )?;
+        Ok((s, reports))
+    }
+
+    /// Raw: no `docs` record at or above `meta/next_doc`, no `meta/stage/` key.
+    fn assert_nothing_staged(cat: &crate::store::Catalog) {
+        let next = cat.next_doc().unwrap();
+        let raw_docs = cat.iter_raw(CF_DOCS).count() as u32;
+        assert_eq!(raw_docs, next, "docs records beyond next_doc {next}");
+        assert!(cat.meta_prefix(STAGE_PREFIX).next().is_none());
+    }
+
+    fn key_of(cat: &crate::store::Catalog, k: &str) -> Option<u32> {
+        cat.doc_by_key(&format!("{k}.html")).unwrap()
+    }
+
+    #[test]
+    fn staged_batch_publishes_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx");
+        let mut ix = Index::open_writer(&path, &CreateOptions::default()).unwrap();
+        let docs = vec![("a", page(1, 0)), ("b", page(2, 0)), ("c", page(3, 0))];
+        let (s, _) = run(&mut ix, "one", docs, false).unwrap();
+        assert_eq!(s.added, 3);
+        let old_a = key_of(ix.catalog(), "a").unwrap();
+        let c = key_of(ix.catalog(), "c").unwrap();
+
+        let docs = vec![
+            ("d", page(4, 0)), // new
+            ("a", page(1, 3)), // replaces a
+            ("b", page(2, 0)), // unchanged
+            ("d", page(5, 0)), // repeated key: rejected
+            ("e", page(3, 0)), // exact duplicate of c (published)
+            ("f", page(6, 0)), // new
+            ("g", page(6, 0)), // exact duplicate of f (earlier in the batch)
+            ("h", page(1, 0)), // the replaced a's text
+        ];
+        let (s, reports) = run(&mut ix, "two", docs.clone(), false).unwrap();
+        let got: Vec<(String, DocStatus, Option<String>)> = reports
+            .iter()
+            .map(|r| (r.key.clone(), r.status, r.exact_duplicate_of.clone()))
+            .collect();
+        let want = |k: &str, st, e: Option<&str>| {
+            (format!("{k}.html"), st, e.map(|e| format!("{e}.html")))
+        };
+        assert_eq!(
+            got,
+            vec![
+                want("d", DocStatus::New, None),
+                want("a", DocStatus::Replaced, None),
+                want("b", DocStatus::Unchanged, None),
+                want("d", DocStatus::Error, None),
+                want("e", DocStatus::New, Some("c")),
+                want("f", DocStatus::New, None),
+                want("g", DocStatus::New, Some("f")),
+                want("h", DocStatus::New, Some("a")),
+            ]
+        );
+        assert_eq!((s.added, s.replaced, s.unchanged, s.errors), (5, 1, 1, 1));
+        assert_eq!(s.exact_duplicates, 3);
+        let cat = ix.catalog();
+        let new_a = key_of(cat, "a").unwrap();
+        assert!(new_a > old_a);
+        assert!(cat.tombstones().unwrap().contains(old_a));
+        assert_eq!(reports[1].doc, Some(new_a));
+        for (k, r) in [("d", &reports[0]), ("e", &reports[4]), ("h", &reports[7])] {
+            assert_eq!(key_of(cat, k), r.doc, "{k}");
+        }
+        let f = key_of(cat, "f").unwrap();
+        let digest = |d: u32| cat.doc(d).unwrap().unwrap().digest;
+        assert_eq!(cat.doc_by_digest(&digest(f)).unwrap(), Some(f));
+        assert_eq!(cat.doc_by_digest(&digest(c)).unwrap(), Some(c));
+        assert_eq!(cat.next_doc().unwrap(), old_a + 3 + 6);
+        assert_nothing_staged(cat);
+        let v = crate::lifecycle::verify::verify_index(&path).unwrap();
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+        // The same batch again: nothing happens.
+        let (s, _) = run(&mut ix, "two", docs, false).unwrap();
+        assert!(s.already_ingested);
+
+        // A strict batch that fails publishes nothing and leaves nothing staged.
+        let next = ix.catalog().next_doc().unwrap();
+        let docs = vec![("x", page(7, 0)), ("y", page(8, 0)), ("z", Vec::new())];
+        assert!(run(&mut ix, "three", docs, true).is_err());
+        assert_eq!(ix.catalog().next_doc().unwrap(), next);
+        assert_eq!(key_of(ix.catalog(), "x"), None);
+        assert_nothing_staged(ix.catalog());
+        let v = crate::lifecycle::verify::verify_index(&path).unwrap();
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+    }
+
+    #[test]
+    fn staged_entries_are_invisible_until_published_and_discarded_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("idx");
+        let mut ix = Index::open_writer(&path, &CreateOptions::default()).unwrap();
+        run(
+            &mut ix,
+            "one",
+            vec![("a", page(1, 0)), ("b", page(2, 0))],
+            false,
+        )
+        .unwrap();
+        let before = ix.stats().unwrap().documents;
+        // What a batch killed in its read stage leaves: a staged document of key "s".
+        let cat = ix.catalog();
+        let next = cat.next_doc().unwrap();
+        let mut rec = cat.doc(0).unwrap().unwrap();
+        rec.key = "s.html".into();
+        rec.digest = [7; 16];
+        let mut wb = cat.batch_writer();
+        wb.put_doc(next, &rec);
+        wb.put_key(&rec.key, next);
+        wb.put_digest(&rec.digest, next);
+        wb.stage_key_seen(&rec.key);
+        wb.stage_replacement(next, 0);
+        cat.write_staged(wb).unwrap();
+        assert!(cat.staged_doc(next).unwrap().is_some());
+        // The writer's own lookups, a reader's, stats and verify do not see it.
+        assert_eq!(key_of(cat, "s"), None);
+        assert_eq!(cat.doc_by_digest(&[7; 16]).unwrap(), None);
+        let reader = Index::open(&path).unwrap();
+        assert_eq!(key_of(reader.catalog(), "s"), None);
+        assert_eq!(
+            reader.catalog().docs_by_keys(&["s.html"], false).unwrap(),
+            vec![None]
+        );
+        assert_eq!(reader.catalog().doc_by_digest(&[7; 16]).unwrap(), None);
+        assert_eq!(reader.stats().unwrap().documents, before);
+        let v = crate::lifecycle::verify::verify_index(&path).unwrap();
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+        drop(reader);
+        // The next writer removes it; the id is allocated again.
+        drop(ix);
+        let mut ix = Index::open_writer(&path, &CreateOptions::default()).unwrap();
+        assert_nothing_staged(ix.catalog());
+        assert!(ix.catalog().staged_doc(next).unwrap().is_none());
+        let (s, reports) = run(&mut ix, "two", vec![("s", page(9, 0))], false).unwrap();
+        assert_eq!(s.added, 1);
+        assert_eq!(reports[0].doc, Some(next));
+        assert_eq!(key_of(ix.catalog(), "s"), Some(next));
+        assert!(!ix.catalog().tombstones().unwrap().contains(0));
+        assert_eq!(ix.stats().unwrap().documents, before + 1);
+    }
 }

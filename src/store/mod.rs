@@ -9,8 +9,10 @@ pub mod manifest;
 pub mod records;
 #[cfg(test)]
 mod spec_tests;
+pub mod staged;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use rocksdb::{
     ColumnFamily, ColumnFamilyDescriptor, IteratorMode, Options, WriteBatch, WriteOptions, DB,
@@ -58,7 +60,7 @@ pub const META_NEXT_DOC: &[u8] = b"next_doc";
 /// The catalog's format version (format-spec/rocksdb.md, "Version history"): 4 bytes, u32 LE.
 pub const META_FORMAT: &[u8] = b"format";
 /// The catalog format this build writes and the newest it reads.
-pub const CATALOG_FORMAT: u32 = 3;
+pub const CATALOG_FORMAT: u32 = 4;
 
 /// How to open the catalog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +76,14 @@ pub struct Catalog {
     db: DB,
     path: PathBuf,
     access: Access,
+    /// `meta/next_doc` as last read or committed: `docs`, `keys` and `digests` entries at or
+    /// above it are staged by a batch not yet published, and invisible (rocksdb.md, "Staged
+    /// entries").
+    published: AtomicU32,
 }
+
+/// RocksDB's memtables of all column families together (`db_write_buffer_size`).
+pub const MEMTABLE_BUDGET: usize = 64 << 20;
 
 /// Memtable bytes above which a writer flushes them when it closes ([`Catalog`]'s `Drop`).
 const FLUSH_AT_CLOSE: u64 = 8 << 20;
@@ -117,6 +126,10 @@ impl Catalog {
         opts.create_missing_column_families(access == Access::ReadWrite);
         opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         opts.set_keep_log_file_num(4);
+        // A batch's records are staged into the memtables while it is read (staged.rs): all
+        // column families' memtables together stay under this, so the catalog's share of an
+        // ingest's heap does not grow with the batch.
+        opts.set_db_write_buffer_size(MEMTABLE_BUDGET);
         let cfs = ALL_CFS
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
@@ -155,8 +168,12 @@ impl Catalog {
             db,
             path: path.to_owned(),
             access,
+            published: AtomicU32::new(0),
         };
         catalog.check_format(access)?;
+        catalog
+            .published
+            .store(catalog.next_doc()?, Ordering::SeqCst);
         Ok(catalog)
     }
 
@@ -276,21 +293,38 @@ impl Catalog {
     }
 
     /// All documents in id order (deleted ones included; see [`Catalog::tombstones`]).
+    /// Staged records of a batch not yet published (ids at or above `meta/next_doc`) are not
+    /// listed.
     pub fn iter_docs(&self) -> impl Iterator<Item = Result<(u32, DocRecord)>> + '_ {
+        let published = self.published();
         self.db
             .iterator_cf(self.cf(CF_DOCS), IteratorMode::Start)
             .map(move |item| {
                 let (k, v) = item.map_err(|e| db_err(&self.path, e))?;
                 let doc = parse_doc_key(&k)?;
-                Ok((doc, DocRecord::decode(doc, &v)?))
+                Ok((doc, v))
             })
+            .take_while(move |r| r.as_ref().map_or(true, |(d, _)| *d < published))
+            .map(|r| r.and_then(|(doc, v)| Ok((doc, DocRecord::decode(doc, &v)?))))
+    }
+
+    /// The published `meta/next_doc`: ids at or above it are not visible yet.
+    pub fn published(&self) -> u32 {
+        self.published.load(Ordering::SeqCst)
+    }
+
+    /// `Some(d)` when `d` is a published doc id (an entry naming a staged one reads as absent).
+    fn visible(&self, d: u32) -> Option<u32> {
+        (d < self.published()).then_some(d)
     }
 
     /// The live document with this key.
     pub fn doc_by_key(&self, key: &str) -> Result<Option<u32>> {
-        self.get(CF_KEYS, key.as_bytes())?
+        Ok(self
+            .get(CF_KEYS, key.as_bytes())?
             .map(|v| decode_u32(&format!("keys/{key}"), &v))
-            .transpose()
+            .transpose()?
+            .and_then(|d| self.visible(d)))
     }
 
     /// The live documents of many keys at once (one batched RocksDB multi-get), in the order
@@ -305,16 +339,18 @@ impl Catalog {
             .zip(got)
             .map(|(k, r)| match r.map_err(|e| db_err(&self.path, e))? {
                 None => Ok(None),
-                Some(v) => decode_u32(&format!("keys/{k}"), &v).map(Some),
+                Some(v) => decode_u32(&format!("keys/{k}"), &v).map(|d| self.visible(d)),
             })
             .collect()
     }
 
     /// The first live document with this canonical-text digest.
     pub fn doc_by_digest(&self, digest: &[u8; 16]) -> Result<Option<u32>> {
-        self.get(CF_DIGESTS, digest)?
+        Ok(self
+            .get(CF_DIGESTS, digest)?
             .map(|v| decode_u32("digests/..", &v))
-            .transpose()
+            .transpose()?
+            .and_then(|d| self.visible(d)))
     }
 
     /// The batch id registered under `name`.
@@ -438,6 +474,7 @@ impl Catalog {
         CatalogBatch {
             cat: self,
             wb: WriteBatch::default(),
+            next_doc: None,
         }
     }
 
@@ -445,9 +482,19 @@ impl Catalog {
     pub fn commit(&self, batch: CatalogBatch<'_>) -> Result<()> {
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
+        let next = batch.next_doc;
         self.db
             .write_opt(batch.wb, &wo)
-            .map_err(|e| db_err(&self.path, e))
+            .map_err(|e| db_err(&self.path, e))?;
+        self.publish_next_doc(next);
+        Ok(())
+    }
+
+    /// After a write that put `meta/next_doc`: what it staged below it is visible now.
+    fn publish_next_doc(&self, next: Option<u32>) {
+        if let Some(n) = next {
+            self.published.store(n, Ordering::SeqCst);
+        }
     }
 
     /// Writes a batch atomically, to RocksDB's WAL but without the fsync: NOT durable until
@@ -456,9 +503,12 @@ impl Catalog {
     /// group only after the sync.
     pub fn commit_unsynced(&self, batch: CatalogBatch<'_>) -> Result<()> {
         let wo = WriteOptions::default();
+        let next = batch.next_doc;
         self.db
             .write_opt(batch.wb, &wo)
-            .map_err(|e| db_err(&self.path, e))
+            .map_err(|e| db_err(&self.path, e))?;
+        self.publish_next_doc(next);
+        Ok(())
     }
 
     /// Makes every write committed so far durable (fsync of the WAL).
@@ -476,6 +526,8 @@ impl Catalog {
 pub struct CatalogBatch<'a> {
     cat: &'a Catalog,
     wb: WriteBatch,
+    /// The `meta/next_doc` this batch puts, if any.
+    next_doc: Option<u32>,
 }
 
 impl CatalogBatch<'_> {
@@ -489,6 +541,7 @@ impl CatalogBatch<'_> {
         self.wb.put_cf(self.cat.cf(CF_META), key, value);
     }
     pub fn put_next_doc(&mut self, next: u32) {
+        self.next_doc = Some(next);
         self.wb
             .put_cf(self.cat.cf(CF_META), META_NEXT_DOC, encode_u32(next));
     }
