@@ -84,6 +84,8 @@ pub struct Catalog {
 
 /// RocksDB's memtables of all column families together (`db_write_buffer_size`).
 pub const MEMTABLE_BUDGET: usize = 64 << 20;
+/// RocksDB's block cache, shared by all column families.
+pub const BLOCK_CACHE: usize = 32 << 20;
 
 /// Memtable bytes above which a writer flushes them when it closes ([`Catalog`]'s `Drop`).
 const FLUSH_AT_CLOSE: u64 = 8 << 20;
@@ -130,9 +132,19 @@ impl Catalog {
         // column families' memtables together stay under this, so the catalog's share of an
         // ingest's heap does not grow with the batch.
         opts.set_db_write_buffer_size(MEMTABLE_BUDGET);
+        // One block cache for every column family (RocksDB's default is one of 32 MiB per
+        // column family, which a large ingest's lookups fill one after the other).
+        let cache = rocksdb::Cache::new_lru_cache(BLOCK_CACHE);
+        let cf_opts = || {
+            let mut table = rocksdb::BlockBasedOptions::default();
+            table.set_block_cache(&cache);
+            let mut o = Options::default();
+            o.set_block_based_table_factory(&table);
+            o
+        };
         let cfs = ALL_CFS
             .iter()
-            .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
+            .map(|n| ColumnFamilyDescriptor::new(*n, cf_opts()));
         let db = match access {
             Access::ReadWrite => {
                 DB::open_cf_descriptors(&opts, path, cfs).map_err(|e| db_err(path, e))?
@@ -149,7 +161,7 @@ impl Catalog {
                     let cfs = ALL_CFS
                         .iter()
                         .filter(|n| present.is_empty() || present.iter().any(|p| p == *n))
-                        .map(|n| ColumnFamilyDescriptor::new(*n, Options::default()));
+                        .map(|n| ColumnFamilyDescriptor::new(*n, cf_opts()));
                     match DB::open_cf_descriptors_read_only(&opts, path, cfs, false) {
                         Ok(db) => break db,
                         Err(e)
