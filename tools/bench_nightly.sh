@@ -13,6 +13,8 @@
 #   before     --matching join, NDD_KEY_FILTER=0 (readers ignore the key filters: the old join)
 #   join       --matching join with the key filters
 #   auto       --matching auto (the cost model picks probe or join)
+#   main-join, main-auto   join / auto with the binary $MAIN_BIN (e.g. a copy of main's build:
+#              a before/after comparison on the same index copies, at the same moment)
 # with the index's pages evicted from the page cache first (posix_fadvise DONTNEED on every
 # file: drop_caches needs a privilege the benchmark machine does not grant). One TSV row per
 # run: batches in the index, docs, mode, matching used, matching s (stage), ingest wall s,
@@ -52,11 +54,11 @@ for line in open(sys.argv[1]):
         s = d
 m = s.get("matching_stats") or {}
 print("\t".join(str(x) for x in [m.get("matching", "?"), round(s["stage_seconds"]["matching"], 2)]), end="\t")
-print("\t".join(str(x) for x in [m.get("blocks_read", 0), m.get("keys_filtered", 0), s.get("near_duplicate_pairs", "?")]))
+print("\t".join(str(x) for x in [m.get("blocks_read", 0), m.get("keys_filtered", 0), s.get("near_duplicate_pairs", "?"), m.get("docs_absent", "-")]))
 PY
 }
-echo -e "batches\tdocs\tbatch\tmode\tmatching\tmatching_s\tingest_s\tcpu_s\tblocks_read\tkeys_filtered\tfs_in_MiB\tpairs\tload"
-have=$(ls "$OUT"/base-*.json 2>/dev/null | wc -l)
+echo -e "batches\tdocs\tbatch\tmode\tmatching\tmatching_s\tingest_s\tcpu_s\tblocks_read\tkeys_filtered\tfs_in_MiB\tpairs\tdocs_absent\tload"
+have=$( (ls "$OUT"/base-*.json 2>/dev/null || true) | wc -l)
 for want in $SIZES; do
   while [ "$have" -lt "$want" ]; do
     have=$((have + 1))
@@ -69,17 +71,21 @@ for want in $SIZES; do
   fb=$(basename "$last" .warc)
   for mode in ${modes//,/ }; do
     R=$OUT/run-$want-$fb-$mode; copy_index "$IDX" "$R"
-    env=(); m=$mode
-    case $mode in before) env=(NDD_KEY_FILTER=0); m=join;; esac
+    env=(); m=$mode; bin=$BIN/ndd-index
+    case $mode in before) env=(NDD_KEY_FILTER=0); m=join;; main-*) bin=$MAIN_BIN; m=${mode#main-};; esac
     evict "$R"; load=$(cut -d' ' -f1-3 /proc/loadavg)
-    env "${env[@]}" /usr/bin/time -v "$BIN/ndd-index" ingest --quiet --json --mem "$MEM" \
-      --matching "$m" --index "$R" "$last" > "$R.json" 2> "$R.time"
+    env "${env[@]}" /usr/bin/time -v "$bin" ingest --quiet --json --mem "$MEM" \
+      --matching "$m" --report "$R.report" --index "$R" "$last" > "$R.json" 2> "$R.time"
     j=$R.json; t=$R.time
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; printf "%.1f", s}' "$t")
     cpu=$(awk -F': ' '/User time|System time/ {s+=$2} END {printf "%.1f", s}' "$t")
     fsin=$(awk -F': ' '/File system inputs/ {printf "%.0f", $2*512/1048576}' "$t")
-    IFS=$'\t' read -r used ms blocks filtered pairs < <(summary "$j")
-    echo -e "$want\t$docs\t$fb\t$mode\t$used\t$ms\t$wall\t$cpu\t$blocks\t$filtered\t$fsin\t$pairs\t$load"
+    IFS=$'\t' read -r used ms blocks filtered pairs absent < <(summary "$j")
+    echo -e "$want\t$docs\t$fb\t$mode\t$used\t$ms\t$wall\t$cpu\t$blocks\t$filtered\t$fsin\t$pairs\t$absent\t$load"
+    # The batch's outcome for a cmp across modes: per-document report (best near duplicate,
+    # resemblance, cluster) and the index's clusters after it.
+    sort "$R.report" > "$R.report.sorted" && rm -f "$R.report"
+    "$BIN/ndd-index" clusters --index "$R" | sort > "$R.clusters"
     rm -rf "$R"
   done
   done

@@ -30,7 +30,7 @@ use byteorder::{ByteOrder, LittleEndian};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::query::{Match, Matcher, Scratch};
+use crate::query::{Match, Scratch};
 use crate::segment::{self, Seeker};
 use crate::sort::{DocPair, ExternalSorter, KeyDoc, Record, SortOptions};
 use crate::view::View;
@@ -129,7 +129,7 @@ pub fn join_pairs(
         dedup: false,
         ..sort.clone()
     };
-    let matcher = Matcher::new(view, cfg.sample, cfg.threshold).with_max_df(cfg.max_df);
+    let matcher = cfg.matcher(view, older_than);
     let mut stats = PairsStats {
         max_df: cfg.max_df,
         ..Default::default()
@@ -165,6 +165,7 @@ pub fn join_pairs(
             stats.max_df_keys_cut += s.keys_cut;
             stats.max_df_postings_skipped += s.postings_skipped;
             stats.max_df_docs_cut += s.docs_cut;
+            stats.add_absent_first(&s);
             probes.extend(recs)?;
         }
         stats.documents += ids.len() as u64;
@@ -492,7 +493,7 @@ mod tests {
                     s.blocks_read
                 );
                 // The planner sees the same: far fewer surviving lookups than probe keys x segments.
-                let p = crate::pipeline::plan::plan(view, &cfg, range.clone(), mem);
+                let p = crate::pipeline::plan::plan(view, &cfg, range.clone(), lo, mem);
                 assert!(
                     p.probe_keys > 0.0 && p.surviving < p.probe_keys * view.segments.len() as f64,
                     "{p:?}"

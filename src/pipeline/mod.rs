@@ -40,3 +40,6 @@ pub(crate) fn word_pages_index(
         .unwrap();
     ix
 }
+
+#[cfg(test)]
+mod absent_first_tests;

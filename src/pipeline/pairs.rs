@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::fingerprint::Sample;
-use crate::query::{Matcher, Scratch};
+use crate::query::Scratch;
 use crate::threshold::Threshold;
 use crate::view::View;
 
@@ -36,7 +36,7 @@ pub fn for_each_pair(
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
     let planned = (matching == Matching::Auto)
-        .then(|| super::plan::plan(view, cfg, docs.clone(), sort.mem_bytes));
+        .then(|| super::plan::plan(view, cfg, docs.clone(), older_than, sort.mem_bytes));
     let used = planned.as_ref().map_or(matching, |p| p.choice);
     let mut stats = match used {
         Matching::Probe => for_each_pair_block(view, cfg, docs, older_than, emit),
@@ -91,7 +91,7 @@ pub fn for_each_pair_block(
             "pairs needs a threshold above 0".into(),
         ));
     }
-    let matcher = Matcher::new(view, cfg.sample, cfg.threshold).with_max_df(cfg.max_df);
+    let matcher = cfg.matcher(view, older_than);
     let mut stats = PairsStats {
         max_df: cfg.max_df,
         ..Default::default()
@@ -140,6 +140,7 @@ pub fn for_each_pair_block(
             stats.max_df_keys_cut += s.keys_cut;
             stats.max_df_postings_skipped += s.postings_skipped;
             stats.max_df_docs_cut += s.docs_cut;
+            stats.add_absent_first(&s);
             pairs.extend(p);
         }
         pairs.sort_unstable_by_key(|p| (p.a, p.b));

@@ -43,6 +43,13 @@ pub struct PairsStats {
     /// Join pipeline only: (probe key, segment) lookups the segments' key filters answered
     /// "absent" before any posting block was read.
     pub keys_filtered: u64,
+    /// Absent-first probe choice ([`PairsConfig::absent_first`]): probe keys no old segment
+    /// may hold (they read no old posting block).
+    pub probes_absent: u64,
+    /// Absent-first: probing documents whose probes are all absent from the old segments.
+    pub docs_absent: u64,
+    /// Absent-first: (key, old segment) key-filter checks made to rank the probe keys.
+    pub filter_checks: u64,
     /// The planner's estimates, when `Auto` was resolved by [`plan`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<MatchPlan>,
@@ -70,6 +77,11 @@ pub struct PairsConfig {
     pub buffer_bytes: u64,
     /// Most probing documents per block.
     pub block_docs: u32,
+    /// Choose the probes of documents matched against older ones (`older_than > 0`)
+    /// absent-first: keys no older segment may hold before the rest
+    /// ([`crate::query::Matcher::with_absent_first`]). Same pairs either way; false gives the
+    /// plain rarest-first choice (for comparisons).
+    pub absent_first: bool,
 }
 
 /// Default and largest block of probing documents.
@@ -77,7 +89,28 @@ pub const BLOCK_DOCS: u32 = 4096;
 /// Smallest block (below this, rayon has too little to share).
 pub(crate) const MIN_BLOCK_DOCS: u32 = 64;
 
+impl PairsStats {
+    /// Adds the absent-first counters of one matching thread.
+    pub(crate) fn add_absent_first(&mut self, s: &crate::query::Scratch) {
+        self.probes_absent += s.probes_absent;
+        self.docs_absent += s.docs_absent;
+        self.filter_checks += s.filter_checks;
+    }
+}
+
 impl PairsConfig {
+    /// The matcher of a run of this configuration whose probing documents pair with every
+    /// document below `older_than`: absent-first against the segments below it, when enabled.
+    pub fn matcher<'v>(&self, view: &'v View, older_than: u32) -> crate::query::Matcher<'v> {
+        let m =
+            crate::query::Matcher::new(view, self.sample, self.threshold).with_max_df(self.max_df);
+        if self.absent_first {
+            m.with_absent_first(older_than)
+        } else {
+            m
+        }
+    }
+
     pub fn new(sample: Sample, threshold: Threshold) -> Self {
         PairsConfig {
             sample,
@@ -85,6 +118,7 @@ impl PairsConfig {
             max_df: None,
             buffer_bytes: 64 << 20,
             block_docs: BLOCK_DOCS,
+            absent_first: true,
         }
     }
 }
@@ -112,7 +146,7 @@ impl Matching {
     /// model of [`plan`]; the others as they are.
     pub fn resolve(self, view: &View, cfg: &PairsConfig, mem_bytes: u64) -> Matching {
         match self {
-            Matching::Auto => plan(view, cfg, 0..view.doc_ids(), mem_bytes).choice,
+            Matching::Auto => plan(view, cfg, 0..view.doc_ids(), 0, mem_bytes).choice,
             m => m,
         }
     }
@@ -159,12 +193,14 @@ const C_SORT: f64 = 0.25e-6;
 /// llvm-docs (BENCHMARKS.md, "`--matching` on llvm-docs").
 const C_CAND: f64 = 1.0e-6;
 
-/// Estimates both matchings' costs for probing documents `docs` under `mem_bytes`, and picks
+/// Estimates both matchings' costs for probing documents `docs` (pairing with every document
+/// below `older_than`, as in [`super::pairs::for_each_pair`]) under `mem_bytes`, and picks
 /// the cheaper. Reads only block indexes and key filters (no posting block).
 pub fn plan(
     view: &View,
     cfg: &PairsConfig,
     docs: std::ops::Range<u32>,
+    older_than: u32,
     mem_bytes: u64,
 ) -> MatchPlan {
     let end = docs.end.min(view.doc_ids());
@@ -184,9 +220,10 @@ pub fn plan(
     };
     let nseg = view.segments.len();
     let mut surv = vec![0u64; nseg];
+    // Per segment: the range of blocks the sample's surviving lookups fall in.
+    let mut span = vec![(usize::MAX, 0usize); nseg];
     let step = (live.len() as u32 / PLAN_SAMPLE).max(1) as usize;
-    let matcher =
-        crate::query::Matcher::new(view, cfg.sample, cfg.threshold).with_max_df(cfg.max_df);
+    let matcher = cfg.matcher(view, older_than);
     let mut scratch = crate::query::Scratch::new(0);
     let mut x = Vec::new();
     let mut keys = 0u64;
@@ -201,9 +238,13 @@ pub fn plan(
             keys += 1;
             for (i, s) in view.segments.iter().enumerate() {
                 // A damaged filter counts as "may be present" here; the matching reports it.
-                if !matches!(s.seg.postings_block_for(key), Ok(None)) {
-                    surv[i] += 1;
-                }
+                let bi = match s.seg.postings_block_for(key) {
+                    Ok(None) => continue,
+                    Ok(Some(bi)) => bi,
+                    Err(_) => 0,
+                };
+                surv[i] += 1;
+                span[i] = (span[i].0.min(bi), span[i].1.max(bi));
             }
         }
     }
@@ -216,11 +257,22 @@ pub fn plan(
     for (i, s) in view.segments.iter().enumerate() {
         let n = surv[i] as f64 * scale;
         p.surviving += n;
-        // Lookups spread over the segment's blocks: expected distinct blocks hit.
-        let b = s
+        // Lookups spread over the blocks of the key range the sample's survivors cover (probe
+        // keys need not spread over the whole hash space: the rarest-first choice takes the
+        // smallest hashes): expected distinct blocks hit.
+        let all = s
             .seg
             .table_meta(crate::segment::POSTINGS)
             .map_or(0.0, |t| t.blocks as f64);
+        let b = match span[i] {
+            // k sampled survivors uniform over W blocks span W (k - 1) / (k + 1) of them on
+            // average, so the run's lookups cover about span (k + 1) / (k - 1) blocks.
+            (lo, hi) if surv[i] >= 2 => {
+                let k = surv[i] as f64;
+                ((hi - lo + 1) as f64 * (k + 1.0) / (k - 1.0)).min(all)
+            }
+            _ => all,
+        };
         if b > 0.0 {
             p.blocks += b * (1.0 - (-n / b).exp());
         }

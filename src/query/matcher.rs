@@ -43,6 +43,15 @@ pub struct Scratch {
     pub postings_skipped: u64,
     /// Searched documents whose probe set the limit left short.
     pub docs_cut: u64,
+    /// Absent-first choice only ([`Matcher::with_absent_first`]; see `absent_first.rs`):
+    /// (weight, 1 if an old segment may hold the key else 0, key) of the keys ranked.
+    ranked: Vec<(u32, u32, u64)>,
+    /// Absent-first: chosen probe keys that no old segment may hold (they read no old block).
+    pub probes_absent: u64,
+    /// Absent-first: (key, old segment) key-filter checks made to rank the keys.
+    pub filter_checks: u64,
+    /// Absent-first: documents all of whose probes are absent from the old segments.
+    pub docs_absent: u64,
 }
 
 impl Scratch {
@@ -64,7 +73,14 @@ impl Scratch {
             keys_cut: s.keys_cut,
             postings_skipped: s.postings_skipped,
             docs_cut: s.docs_cut,
+            ranked: Vec::new(),
+            probes_absent: s.probes_absent,
+            filter_checks: s.filter_checks,
+            docs_absent: s.docs_absent,
         };
+        s.probes_absent = 0;
+        s.filter_checks = 0;
+        s.docs_absent = 0;
         s.postings_visited = 0;
         s.candidates = 0;
         s.probes_cut = 0;
@@ -86,6 +102,10 @@ impl Scratch {
             keys_cut: 0,
             postings_skipped: 0,
             docs_cut: 0,
+            ranked: Vec::new(),
+            probes_absent: 0,
+            filter_checks: 0,
+            docs_absent: 0,
         }
     }
 }
@@ -98,6 +118,9 @@ pub struct Matcher<'v> {
     /// Commonality limit: keys in more than this many documents (posting lengths summed over
     /// segments) are never probed. They still count in the verification.
     pub max_df: Option<u32>,
+    /// Indexes into `view.segments` of the "old" segments whose key filters order the probe
+    /// keys absent-first ([`Matcher::with_absent_first`]); empty: the plain rarest-first order.
+    pub absent_in: Vec<usize>,
 }
 
 impl<'v> Matcher<'v> {
@@ -107,12 +130,26 @@ impl<'v> Matcher<'v> {
             sample,
             threshold,
             max_df: None,
+            absent_in: Vec::new(),
         }
     }
 
     /// The same matcher with a commonality limit (`None`: no limit).
     pub fn with_max_df(mut self, max_df: Option<u32>) -> Self {
         self.max_df = max_df;
+        self
+    }
+
+    /// The same matcher choosing probes **absent-first** against the segments holding only
+    /// documents below `older_than` (a batch's old segments; none when it is 0): keys no such
+    /// segment may hold (by block range and key filter) come first, so a document new to the
+    /// index reads no old posting block at all (`absent_first.rs`). Exact for any choice (the
+    /// module docs); with a commonality limit or adaptive sampling the old order stays.
+    pub fn with_absent_first(mut self, older_than: u32) -> Self {
+        self.absent_in = (self.view.segments.iter().enumerate())
+            .filter(|(_, s)| older_than > 0 && s.entry.doc_hi <= older_than)
+            .map(|(i, _)| i)
+            .collect();
         self
     }
 
@@ -203,6 +240,8 @@ impl<'v> Matcher<'v> {
                 .extend(g.probes(x, self.threshold, w).into_iter().map(|k| (0, k)));
         } else if let Some(limit) = self.max_df {
             self.choose_under_limit(x, probes, limit, scratch)?;
+        } else if !self.absent_in.is_empty() && probes < n {
+            self.choose_absent_first(x, probes, scratch);
         } else if self.view.frequent.is_empty() || probes == n {
             scratch.order.extend(x.iter().take(probes).map(|&k| (0, k)));
         } else {
@@ -279,6 +318,9 @@ impl<'v> Matcher<'v> {
         Ok(())
     }
 }
+
+#[path = "absent_first.rs"]
+mod absent_first;
 
 #[cfg(test)]
 #[path = "matcher_tests.rs"]
