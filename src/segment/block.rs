@@ -60,6 +60,11 @@ impl BlockBuilder {
         self.n == 0
     }
 
+    /// Entries in the block so far.
+    pub fn entries(&self) -> usize {
+        self.n
+    }
+
     /// Encoded size of the block so far.
     pub fn encoded_len(&self) -> usize {
         if self.v2 {
