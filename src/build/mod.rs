@@ -458,3 +458,86 @@ pub fn table_entries(tables: &PermutedTables, t: usize, docs: &[(u32, u64)]) -> 
     v.sort_unstable();
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::segment::Segment;
+
+    /// Documents with overlapping feature sets (some empty), and their sorted postings.
+    fn corpus() -> (Vec<(u32, Vec<u64>)>, Vec<KeyDoc>) {
+        let docs: Vec<(u32, Vec<u64>)> = (0..300u32)
+            .map(|d| {
+                let f: BTreeSet<u64> = (0..(d % 37) as u64)
+                    .map(|j| (j * 7919 + (d as u64 % 11)).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                    .collect();
+                (d * 2, f.into_iter().collect())
+            })
+            .collect();
+        let mut pairs: Vec<KeyDoc> = docs
+            .iter()
+            .flat_map(|(d, f)| f.iter().map(move |&key| KeyDoc { key, doc: *d }))
+            .collect();
+        pairs.sort_unstable();
+        (docs, pairs)
+    }
+
+    /// Format 3: FORWARD is the inversion of POSTINGS, as ranks, read back as the documents'
+    /// hashes, whether the (doc, rank) records stay in memory or go through sorted runs.
+    #[test]
+    fn ranked_forward_reads_back_the_features_in_memory_and_spilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let (docs, pairs) = corpus();
+        for (name, mem) in [("mem", 1u64 << 20), ("spill", 64)] {
+            let b = SegmentBuilder::create(dir.path(), name).unwrap();
+            let mut b = b.with_sort(SortOptions::new(mem, dir.path().join("tmp")));
+            assert!(b.ranked_forward() && b.format_version() == 3);
+            for (d, f) in &docs {
+                b.forward(*d, f).unwrap();
+            }
+            b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+                .unwrap();
+            let built = b.finish().unwrap();
+            assert_eq!(built.postings, pairs.len() as u64);
+            built.keep();
+            let seg = Segment::open(dir.path().join(name)).unwrap();
+            assert!(seg.ranked_forward());
+            assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
+            assert_eq!(seg.table_meta(segment::FORWARD).unwrap().entries, 300);
+            let mut out = Vec::new();
+            for (d, f) in &docs {
+                assert!(seg.forward_into(*d as u64, &mut out).unwrap());
+                assert_eq!(&out, f, "{name}: doc {d}");
+            }
+            assert!(!seg.forward_into(1, &mut out).unwrap());
+        }
+    }
+
+    /// Postings that do not list exactly the announced documents' features are refused.
+    #[test]
+    fn ranked_forward_refuses_postings_that_disagree() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = SegmentBuilder::create(dir.path(), "short").unwrap();
+        b.forward(1, &[5, 9]).unwrap();
+        b.begin_postings().unwrap();
+        b.posting_list(5, &[1]).unwrap();
+        let e = b.end_postings().unwrap_err().to_string();
+        assert!(e.contains("doc 1: 2 features"), "{e}");
+        drop(b);
+        assert!(!dir.path().join("short").exists());
+
+        let mut b = SegmentBuilder::create(dir.path(), "extra").unwrap();
+        b.forward(1, &[5]).unwrap();
+        b.begin_postings().unwrap();
+        b.posting_list(5, &[1, 3]).unwrap();
+        let e = b.end_postings().unwrap_err().to_string();
+        assert!(e.contains("doc 3 that has no FORWARD entry"), "{e}");
+
+        let mut b = SegmentBuilder::create(dir.path(), "order").unwrap();
+        b.forward(4, &[]).unwrap();
+        assert!(b.forward(4, &[]).is_err());
+        assert!(b.forward_encoded(5, &[]).is_err());
+    }
+}
