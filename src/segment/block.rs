@@ -189,6 +189,15 @@ impl<'a> BlockView<'a> {
         }
     }
 
+    /// A version-2 block's first key and the layout of its key sequence (which starts
+    /// `V2_HEADER_LEN` bytes into the block); None for a version-1 block.
+    pub fn key_layout(&self) -> Option<(u64, super::ef::Layout)> {
+        match self {
+            BlockView::V1(_) => None,
+            BlockView::V2(v) => Some((v.first_key, *v.keys.layout())),
+        }
+    }
+
     /// Index of the first entry whose key is >= `key` (`len()` if none).
     #[inline]
     pub fn lower_bound(&self, key: u64) -> usize {

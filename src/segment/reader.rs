@@ -16,6 +16,7 @@ use memmap2::Mmap;
 use crate::error::{Error, IoResultExt, Result};
 
 use super::block::BlockView;
+use super::ef::EfView;
 use super::format::BlockRef;
 use super::layout::{check_layout, Table};
 use super::postings::{decode_postings, PostingList, VALUE_PATH};
@@ -36,6 +37,17 @@ pub struct Segment {
     /// The rank of every POSTINGS block's first key, and the POSTINGS entry count last (format
     /// 3: table `POSTINGS_RANKS`), loaded on first use.
     ranks: OnceLock<RankStarts>,
+    /// Format 3: per POSTINGS block, where its key sequence lies, once the block has been
+    /// checked for a rank lookup (so a rank costs a select, not a block parse).
+    rank_blocks: OnceLock<Box<[OnceLock<KeySeq>]>>,
+}
+
+/// A checked POSTINGS block's key sequence: first key, offset in the map, Elias-Fano layout.
+#[derive(Clone, Copy)]
+struct KeySeq {
+    first_key: u64,
+    at: usize,
+    lay: super::ef::Layout,
 }
 
 /// `blocks + 1` non-decreasing ranks (see `Segment::ranks`); `None` when the segment has no
@@ -79,6 +91,7 @@ impl Segment {
             version: footer.version,
             filters: OnceLock::new(),
             ranks: OnceLock::new(),
+            rank_blocks: OnceLock::new(),
         })
     }
 
@@ -405,36 +418,70 @@ impl Segment {
             };
         };
         let total = starts[starts.len() - 1];
-        // The current block: its number, first rank, end rank, parsed view.
-        let mut cur: Option<(usize, u64, u64, BlockView<'_>)> = None;
+        let blocks = self
+            .rank_blocks
+            .get_or_init(|| (0..t.blocks.len()).map(|_| OnceLock::new()).collect());
+        // The current block: its first and end rank, its key sequence.
+        let mut cur: Option<(u64, u64, u64, EfView<'_>)> = None;
         for r in ranks {
             if r >= total {
                 return Err(bad(r, &format!("is past the {total} POSTINGS keys")));
             }
-            let hit = matches!(cur, Some((_, lo, hi, _)) if lo <= r && r < hi);
-            if !hit {
-                // starts[..blocks] ascend; the block is the last one starting at or before r.
-                let bi = starts[..starts.len() - 1].partition_point(|&s| s <= r) - 1;
-                let view = self.block(t, bi)?;
-                let (lo, hi) = (starts[bi], starts[bi + 1]);
-                if view.len() as u64 != hi - lo {
-                    let off = t.blocks[bi].offset;
-                    return Err(Error::corrupt(
-                        &self.path,
-                        off,
-                        format!(
-                            "POSTINGS block {bi} holds {} keys, the rank table says {}",
-                            view.len(),
-                            hi - lo
-                        ),
-                    ));
+            let (lo, first_key, ef) = match cur {
+                Some((lo, hi, first_key, ef)) if lo <= r && r < hi => (lo, first_key, ef),
+                _ => {
+                    // starts[..blocks] ascend; the block is the last one starting at or before r.
+                    let bi = starts[..starts.len() - 1].partition_point(|&s| s <= r) - 1;
+                    let (lo, hi) = (starts[bi], starts[bi + 1]);
+                    let ks = match blocks.get(bi).and_then(|k| k.get()) {
+                        Some(ks) => *ks,
+                        None => {
+                            let ks = self.key_seq(t, bi, hi - lo)?;
+                            if let Some(slot) = blocks.get(bi) {
+                                let _ = slot.set(ks);
+                            }
+                            ks
+                        }
+                    };
+                    let bytes = self.map.get(ks.at..).unwrap_or(&[]);
+                    let (ef, _) = EfView::with_layout(bytes, ks.lay).ok_or_else(|| {
+                        Error::corrupt(&self.path, ks.at as u64, "POSTINGS keys out of range")
+                    })?;
+                    cur = Some((lo, hi, ks.first_key, ef));
+                    (lo, ks.first_key, ef)
                 }
-                cur = Some((bi, lo, hi, view));
-            }
-            let (_, lo, _, view) = cur.as_ref().expect("set above");
-            out.push(view.key((r - lo) as usize));
+            };
+            let k = ef
+                .get((r - lo) as usize)
+                .ok_or_else(|| bad(r, "has no key"))?;
+            out.push(first_key.wrapping_add(k));
         }
         Ok(())
+    }
+
+    /// POSTINGS block `bi`, checked (crc, structure) and holding `count` keys (its share of
+    /// the ranks), as the location of its key sequence.
+    fn key_seq(&self, t: &Table, bi: usize, count: u64) -> Result<KeySeq> {
+        let view = self.block(t, bi)?;
+        let off = t.blocks[bi].offset;
+        if view.len() as u64 != count {
+            return Err(Error::corrupt(
+                &self.path,
+                off,
+                format!(
+                    "POSTINGS block {bi} holds {} keys, the rank table says {count}",
+                    view.len()
+                ),
+            ));
+        }
+        let (first_key, lay) = view.key_layout().ok_or_else(|| {
+            Error::corrupt(&self.path, off, "a ranked segment with version-1 blocks")
+        })?;
+        Ok(KeySeq {
+            first_key,
+            at: off as usize + super::block::V2_HEADER_LEN,
+            lay,
+        })
     }
 
     /// All entries of `table` in key order.
