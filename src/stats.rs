@@ -72,7 +72,8 @@ impl Index {
         for s in &view.segments {
             let table = |id| s.seg.table_meta(id).map(|t| t.bytes).unwrap_or(0);
             bytes.postings += table(segment::POSTINGS);
-            bytes.forward += table(segment::FORWARD);
+            // Format 3's rank table exists only to map FORWARD ranks back to keys.
+            bytes.forward += table(segment::FORWARD) + table(segment::POSTINGS_RANKS);
             bytes.frequent += table(FREQUENT_TABLE);
             bytes.key_filters += table(segment::POSTINGS_FILTER);
             bytes.methods += s
@@ -84,6 +85,7 @@ impl Index {
                         segment::FORWARD,
                         FREQUENT_TABLE,
                         segment::POSTINGS_FILTER,
+                        segment::POSTINGS_RANKS,
                     ]
                     .contains(&t.id)
                 })

@@ -297,8 +297,7 @@ impl View {
         for &(lo, hi, si) in self.by_doc[..i].iter().rev() {
             if doc >= lo && doc < hi {
                 let seg = &self.segments[si].seg;
-                if let Some(v) = seg.get_u64s(segment::FORWARD, doc as u64)? {
-                    v.extend_into(out);
+                if seg.forward_into(doc as u64, out)? {
                     return Ok(true);
                 }
             }

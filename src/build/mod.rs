@@ -26,7 +26,7 @@ use crate::error::Result;
 use crate::fingerprint::manku::PermutedTables;
 use crate::fingerprint::simhash::encode_sim384;
 use crate::segment::{self, SegmentMeta, SegmentWriter, FREQUENT, FREQUENT_DF};
-use crate::sort::KeyDoc;
+use crate::sort::{DocPair, ExternalSorter, KeyDoc, SortOptions};
 use crate::store::SegmentEntry;
 
 /// Files of a segment that is not (yet) published: removed when dropped, unless
@@ -71,6 +71,37 @@ pub struct SegmentBuilder {
     /// `(key, df)` of the POSTINGS keys in more than `FREQUENT_DF` documents.
     frequent: Vec<(u64, u32)>,
     buf: Vec<u8>,
+    /// Format 3 (FORWARD lists are ranks of POSTINGS keys): the FORWARD table is written
+    /// after POSTINGS, from its inversion. None for formats 1 and 2 (FORWARD streamed first).
+    ranked: Option<RankedForward>,
+}
+
+/// What a format-3 builder keeps until POSTINGS is complete: the documents and their feature
+/// counts (8 bytes a document), and the `(doc, rank)` records of the postings, sorted within
+/// the sort budget (in memory up to an eighth of it, then through an external sort).
+struct RankedForward {
+    /// `(doc, feature count)` in id order, as `forward` received them.
+    docs: Vec<(u32, u32)>,
+    sort: SortOptions,
+    pairs: Vec<DocPair>,
+    sorter: Option<ExternalSorter<DocPair>>,
+    /// FORWARD is written (by `end_postings`, or `finish` for a segment without postings).
+    written: bool,
+}
+
+impl RankedForward {
+    fn push(&mut self, p: DocPair) -> Result<()> {
+        if let Some(s) = self.sorter.as_mut() {
+            return s.push(p);
+        }
+        self.pairs.push(p);
+        if (self.pairs.len() as u64) * 8 >= self.sort.mem_bytes / 8 {
+            let mut s = ExternalSorter::new(self.sort.clone())?;
+            s.extend(std::mem::take(&mut self.pairs))?;
+            self.sorter = Some(s);
+        }
+        Ok(())
+    }
 }
 
 impl SegmentBuilder {
@@ -94,7 +125,17 @@ impl SegmentBuilder {
 
     fn over(mut w: SegmentWriter, dir: &Path, name: &str) -> Result<SegmentBuilder> {
         let files = Unpublished(vec![w.tmp_path().to_path_buf(), dir.join(name)]);
-        w.begin_table(segment::FORWARD)?;
+        let ranked =
+            (w.format_version() >= segment::RANKED_FORWARD_VERSION).then(|| RankedForward {
+                docs: Vec::new(),
+                sort: SortOptions::default(),
+                pairs: Vec::new(),
+                sorter: None,
+                written: false,
+            });
+        if ranked.is_none() {
+            w.begin_table(segment::FORWARD)?;
+        }
         Ok(SegmentBuilder {
             w,
             files,
@@ -102,7 +143,24 @@ impl SegmentBuilder {
             postings: 0,
             frequent: Vec::new(),
             buf: Vec::new(),
+            ranked,
         })
+    }
+
+    /// Memory budget and run-file folder of the sort that turns the postings into FORWARD
+    /// rank lists (format 3; default: 256 MiB in the system temp folder). Call before the
+    /// postings.
+    pub fn with_sort(mut self, opts: SortOptions) -> Self {
+        if let Some(r) = self.ranked.as_mut() {
+            r.sort = opts;
+        }
+        self
+    }
+
+    /// Whether this segment's FORWARD lists are ranks of its POSTINGS keys (format 3): then
+    /// FORWARD is written after POSTINGS and [`SegmentBuilder::forward_encoded`] is refused.
+    pub fn ranked_forward(&self) -> bool {
+        self.ranked.is_some()
     }
 
     /// Format version being written.
@@ -110,21 +168,63 @@ impl SegmentBuilder {
         self.w.format_version()
     }
 
-    /// Adds the FORWARD entry of `doc` (ids ascend): its sorted unique features.
+    /// Adds the FORWARD entry of `doc` (ids ascend): its sorted unique features, which the
+    /// postings must list `doc` under (format 3 writes the entry from them).
     pub fn forward(&mut self, doc: u32, features: &[u64]) -> Result<()> {
+        if self.ranked.is_some() {
+            assert!(
+                features.windows(2).all(|w| w[0] < w[1]),
+                "feature hashes must be strictly increasing"
+            );
+            return self.forward_count(doc, features.len());
+        }
         self.buf.clear();
         segment::encode_u64s(features, &mut self.buf);
         self.w.add(doc as u64, &self.buf)
     }
 
-    /// Adds a FORWARD value already encoded (`encode_u64s`; compaction copies them).
+    /// Format 3: announces the FORWARD entry of `doc` (ids ascend) with `count` features; its
+    /// ranks come from the postings, which must list `doc` under exactly `count` keys.
+    pub fn forward_count(&mut self, doc: u32, count: usize) -> Result<()> {
+        let Some(r) = self.ranked.as_mut() else {
+            return Err(crate::error::Error::InvalidArgument(
+                "forward_count on a segment of format < 3".into(),
+            ));
+        };
+        if r.written {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "FORWARD: doc {doc} after the table was written"
+            )));
+        }
+        if r.docs.last().is_some_and(|&(d, _)| d >= doc) {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "FORWARD: doc {doc} after doc {}",
+                r.docs.last().map_or(0, |d| d.0)
+            )));
+        }
+        let count = u32::try_from(count).map_err(|_| {
+            crate::error::Error::InvalidArgument(format!("doc {doc}: too many features"))
+        })?;
+        r.docs.push((doc, count));
+        Ok(())
+    }
+
+    /// Adds a FORWARD value already encoded (`encode_u64s`; compaction copies them between
+    /// segments of format 1 or 2). Refused in format 3, where values are this segment's ranks.
     pub fn forward_encoded(&mut self, doc: u64, value: &[u8]) -> Result<()> {
+        if self.ranked.is_some() {
+            return Err(crate::error::Error::InvalidArgument(
+                "forward_encoded: format-3 FORWARD values are ranks of this segment".into(),
+            ));
+        }
         self.w.add(doc, value)
     }
 
-    /// Closes FORWARD and opens POSTINGS.
+    /// Closes FORWARD (formats 1, 2) and opens POSTINGS.
     pub fn begin_postings(&mut self) -> Result<()> {
-        self.w.end_table()?;
+        if self.ranked.is_none() {
+            self.w.end_table()?;
+        }
         self.w.begin_table(segment::POSTINGS)
     }
 
@@ -133,6 +233,16 @@ impl SegmentBuilder {
         self.buf.clear();
         segment::encode_postings(ids, &mut self.buf);
         self.w.add(key, &self.buf)?;
+        if let Some(r) = self.ranked.as_mut() {
+            let rank = u32::try_from(self.keys).map_err(|_| {
+                crate::error::Error::InvalidArgument(
+                    "a format-3 segment holds at most 2^32 POSTINGS keys".into(),
+                )
+            })?;
+            for &doc in ids {
+                r.push(DocPair { a: doc, b: rank })?;
+            }
+        }
         if ids.len() as u32 > FREQUENT_DF {
             self.frequent.push((key, ids.len() as u32));
         }
@@ -142,12 +252,80 @@ impl SegmentBuilder {
     }
 
     /// Closes POSTINGS and writes FREQUENT: the keys in more than `FREQUENT_DF` documents,
-    /// with their df.
+    /// with their df; in format 3 then FORWARD, from the postings.
     pub fn end_postings(&mut self) -> Result<()> {
         self.w.end_table()?;
         self.w.begin_table(FREQUENT)?;
         for (k, df) in std::mem::take(&mut self.frequent) {
             self.w.add(k, &df.to_le_bytes())?;
+        }
+        self.w.end_table()?;
+        self.write_ranked_forward()
+    }
+
+    /// Format 3, once: the FORWARD table (see [`SegmentBuilder::ranked_forward_table`]).
+    fn write_ranked_forward(&mut self) -> Result<()> {
+        let Some(r) = self.ranked.as_mut().filter(|r| !r.written) else {
+            return Ok(());
+        };
+        r.written = true;
+        let r = RankedForward {
+            docs: std::mem::take(&mut r.docs),
+            sort: r.sort.clone(),
+            pairs: std::mem::take(&mut r.pairs),
+            sorter: r.sorter.take(),
+            written: true,
+        };
+        self.ranked_forward_table(r)
+    }
+
+    /// Format 3: the FORWARD table from the `(doc, rank)` records of the postings, sorted by
+    /// doc then rank: each announced document gets its ranks (as many as its feature count).
+    fn ranked_forward_table(&mut self, r: RankedForward) -> Result<()> {
+        use crate::error::Error;
+        let RankedForward {
+            docs,
+            mut pairs,
+            sorter,
+            ..
+        } = r;
+        let sorted: Box<dyn Iterator<Item = Result<DocPair>>> = match sorter {
+            Some(s) => Box::new(s.finish()?),
+            None => {
+                pairs.sort_unstable();
+                Box::new(pairs.into_iter().map(Ok))
+            }
+        };
+        let mut sorted = sorted.peekable();
+        self.w.begin_table(segment::FORWARD)?;
+        let mut ranks: Vec<u64> = Vec::new();
+        for (doc, count) in docs {
+            ranks.clear();
+            while let Some(p) = sorted.next_if(|p| p.as_ref().map_or(true, |p| p.a <= doc)) {
+                let p = p?;
+                if p.a < doc {
+                    return Err(Error::InvalidArgument(format!(
+                        "POSTINGS lists doc {} that has no FORWARD entry",
+                        p.a
+                    )));
+                }
+                ranks.push(p.b as u64);
+            }
+            if ranks.len() != count as usize {
+                return Err(Error::InvalidArgument(format!(
+                    "doc {doc}: {count} features, but POSTINGS lists it under {} keys",
+                    ranks.len()
+                )));
+            }
+            self.buf.clear();
+            segment::encode_u64s(&ranks, &mut self.buf);
+            self.w.add(doc as u64, &self.buf)?;
+        }
+        if let Some(p) = sorted.next() {
+            return Err(Error::InvalidArgument(format!(
+                "POSTINGS lists doc {} that has no FORWARD entry",
+                p?.a
+            )));
         }
         self.w.end_table()
     }
@@ -225,7 +403,8 @@ impl SegmentBuilder {
     }
 
     /// Writes directory and footer and renames the file into place. The files stay guarded.
-    pub fn finish(self) -> Result<BuiltSegment> {
+    pub fn finish(mut self) -> Result<BuiltSegment> {
+        self.write_ranked_forward()?;
         let meta = self.w.finish()?;
         Ok(BuiltSegment {
             meta,
@@ -278,4 +457,87 @@ pub fn table_entries(tables: &PermutedTables, t: usize, docs: &[(u32, u64)]) -> 
         .collect();
     v.sort_unstable();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::segment::Segment;
+
+    /// Documents with overlapping feature sets (some empty), and their sorted postings.
+    fn corpus() -> (Vec<(u32, Vec<u64>)>, Vec<KeyDoc>) {
+        let docs: Vec<(u32, Vec<u64>)> = (0..300u32)
+            .map(|d| {
+                let f: BTreeSet<u64> = (0..(d % 37) as u64)
+                    .map(|j| (j * 7919 + (d as u64 % 11)).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                    .collect();
+                (d * 2, f.into_iter().collect())
+            })
+            .collect();
+        let mut pairs: Vec<KeyDoc> = docs
+            .iter()
+            .flat_map(|(d, f)| f.iter().map(move |&key| KeyDoc { key, doc: *d }))
+            .collect();
+        pairs.sort_unstable();
+        (docs, pairs)
+    }
+
+    /// Format 3: FORWARD is the inversion of POSTINGS, as ranks, read back as the documents'
+    /// hashes, whether the (doc, rank) records stay in memory or go through sorted runs.
+    #[test]
+    fn ranked_forward_reads_back_the_features_in_memory_and_spilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let (docs, pairs) = corpus();
+        for (name, mem) in [("mem", 1u64 << 20), ("spill", 64)] {
+            let b = SegmentBuilder::create(dir.path(), name).unwrap();
+            let mut b = b.with_sort(SortOptions::new(mem, dir.path().join("tmp")));
+            assert!(b.ranked_forward() && b.format_version() == 3);
+            for (d, f) in &docs {
+                b.forward(*d, f).unwrap();
+            }
+            b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+                .unwrap();
+            let built = b.finish().unwrap();
+            assert_eq!(built.postings, pairs.len() as u64);
+            built.keep();
+            let seg = Segment::open(dir.path().join(name)).unwrap();
+            assert!(seg.ranked_forward());
+            assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
+            assert_eq!(seg.table_meta(segment::FORWARD).unwrap().entries, 300);
+            let mut out = Vec::new();
+            for (d, f) in &docs {
+                assert!(seg.forward_into(*d as u64, &mut out).unwrap());
+                assert_eq!(&out, f, "{name}: doc {d}");
+            }
+            assert!(!seg.forward_into(1, &mut out).unwrap());
+        }
+    }
+
+    /// Postings that do not list exactly the announced documents' features are refused.
+    #[test]
+    fn ranked_forward_refuses_postings_that_disagree() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = SegmentBuilder::create(dir.path(), "short").unwrap();
+        b.forward(1, &[5, 9]).unwrap();
+        b.begin_postings().unwrap();
+        b.posting_list(5, &[1]).unwrap();
+        let e = b.end_postings().unwrap_err().to_string();
+        assert!(e.contains("doc 1: 2 features"), "{e}");
+        drop(b);
+        assert!(!dir.path().join("short").exists());
+
+        let mut b = SegmentBuilder::create(dir.path(), "extra").unwrap();
+        b.forward(1, &[5]).unwrap();
+        b.begin_postings().unwrap();
+        b.posting_list(5, &[1, 3]).unwrap();
+        let e = b.end_postings().unwrap_err().to_string();
+        assert!(e.contains("doc 3 that has no FORWARD entry"), "{e}");
+
+        let mut b = SegmentBuilder::create(dir.path(), "order").unwrap();
+        b.forward(4, &[]).unwrap();
+        assert!(b.forward(4, &[]).is_err());
+        assert!(b.forward_encoded(5, &[]).is_err());
+    }
 }

@@ -237,7 +237,7 @@ impl Index {
             for (f, r) in seg.iter(segment::FORWARD).zip(recs.iter(RECORDS_TABLE)) {
                 let ((d, fwd), (rd, rec)) = (f?, r?);
                 let mut rec = DocRecord::decode(rd as u32, rec)?;
-                let n = segment::decode_u64s(fwd)?.len() as u32;
+                let n = seg.decode_u64s(fwd)?.len() as u32;
                 if d != rd || n != rec.features {
                     return Err(Error::corrupt(
                         recs.path(),

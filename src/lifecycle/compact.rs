@@ -126,7 +126,9 @@ impl Index {
         let file = Manifest::file_name(id);
         // A failed merge (disk full, I/O error) must leave no file behind, not even until the
         // next writer's open: the index stays exactly as it was.
-        let w = SegmentBuilder::create(self.dir().join(SEGMENTS_DIR), &file)?;
+        let w = SegmentBuilder::create(self.dir().join(SEGMENTS_DIR), &file)?.with_sort(
+            crate::sort::SortOptions::new(crate::sort::DEFAULT_MEM_BYTES, self.tmp_dir()),
+        );
         let mut s = CompactSummary {
             merged: inputs.iter().map(|s| s.entry.file.clone()).collect(),
             bytes_before: inputs.iter().map(|s| s.entry.bytes).sum(),
@@ -178,6 +180,7 @@ fn other_tables(segs: &[&Segment]) -> Result<Vec<u32>> {
         segment::POSTINGS,
         FREQUENT_TABLE,
         segment::POSTINGS_FILTER,
+        segment::POSTINGS_RANKS,
     ];
     let mut extra_tables: Vec<u32> = segs
         .iter()
@@ -208,6 +211,7 @@ fn write_merged(
     s: &mut CompactSummary,
 ) -> Result<BuiltSegment> {
     let mut prev: Option<u64> = None;
+    let mut features: Vec<u64> = Vec::new();
     merge_tables(segs, segment::FORWARD, |doc, values| {
         if values.len() > 1 || prev == Some(doc) {
             return Err(Error::corrupt(
@@ -224,10 +228,15 @@ fn write_merged(
             // A FORWARD value's form depends on its segment's format version: values of
             // older segments are rewritten in the current form.
             let (i, v) = values[0];
-            if segs[i].format_version() == w.format_version() {
+            if w.ranked_forward() {
+                // Format 3: the ranks are the new segment's, from its merged POSTINGS.
+                w.forward_count(doc as u32, segs[i].decode_u64s(v)?.len())?;
+            } else if segs[i].format_version() == w.format_version() {
                 w.forward_encoded(doc, v)?;
             } else {
-                w.forward(doc as u32, &segs[i].decode_u64s(v)?.to_vec())?;
+                features.clear();
+                segs[i].decode_forward_into(v, &mut features)?;
+                w.forward(doc as u32, &features)?;
             }
         }
         Ok(())

@@ -257,11 +257,18 @@ impl PartWriter {
         let seg = SegmentBuilder::create(work.path(), &format!("{name}.ndds"))?;
         let mut recs = SegmentWriter::create(work.path(), &format!("{name}.docs"))?;
         recs.begin_table(RECORDS_TABLE)?;
-        let sorter = ExternalSorter::<KeyDoc>::new(SortOptions {
-            mem_bytes,
+        // Format 3's second sort (postings by doc, into FORWARD ranks) takes half the budget.
+        let sort = SortOptions {
+            mem_bytes: if seg.ranked_forward() {
+                (mem_bytes / 2).max(64)
+            } else {
+                mem_bytes
+            },
             tmp_dir: std::env::temp_dir(),
             ..SortOptions::default()
-        })?;
+        };
+        let seg = seg.with_sort(sort.clone());
+        let sorter = ExternalSorter::<KeyDoc>::new(sort)?;
         Ok(PartWriter {
             fp,
             methods_opts: options.methods.clone(),

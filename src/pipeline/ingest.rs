@@ -358,11 +358,20 @@ impl Index {
             self.dir().join(crate::index::SEGMENTS_DIR),
             &Manifest::file_name(seg_id),
         )?;
-        let sorter = ExternalSorter::<KeyDoc>::new(SortOptions {
-            mem_bytes: opts.mem_bytes,
+        // Format 3 sorts the postings a second time, by doc, into FORWARD rank lists while
+        // the first sort's output is still streaming: each sort gets half of --mem.
+        let mem_bytes = if builder.ranked_forward() {
+            (opts.mem_bytes / 2).max(64)
+        } else {
+            opts.mem_bytes
+        };
+        let sort = SortOptions {
+            mem_bytes,
             tmp_dir: self.tmp_dir(),
             ..SortOptions::default()
-        })?;
+        };
+        let builder = builder.with_sort(sort.clone());
+        let sorter = ExternalSorter::<KeyDoc>::new(sort)?;
         let seg = NewSegment {
             builder,
             sorter,

@@ -60,6 +60,11 @@ impl BlockBuilder {
         self.n == 0
     }
 
+    /// Entries in the block so far.
+    pub fn entries(&self) -> usize {
+        self.n
+    }
+
     /// Encoded size of the block so far.
     pub fn encoded_len(&self) -> usize {
         if self.v2 {
@@ -181,6 +186,15 @@ impl<'a> BlockView<'a> {
         match self {
             BlockView::V1(v) => v.key(i),
             BlockView::V2(v) => v.key(i),
+        }
+    }
+
+    /// A version-2 block's first key and the layout of its key sequence (which starts
+    /// `V2_HEADER_LEN` bytes into the block); None for a version-1 block.
+    pub fn key_layout(&self) -> Option<(u64, super::ef::Layout)> {
+        match self {
+            BlockView::V1(_) => None,
+            BlockView::V2(v) => Some((v.first_key, *v.keys.layout())),
         }
     }
 

@@ -221,7 +221,13 @@ impl<'a> EfView<'a> {
         ones: bool,
         zeros: bool,
     ) -> Option<(EfView<'a>, &'a [u8])> {
-        let lay = Layout::new(n, max, ones, zeros)?;
+        Self::with_layout(bytes, Layout::new(n, max, ones, zeros)?)
+    }
+
+    /// [`EfView::parse`] with the layout already computed (a reader that keeps the layouts of
+    /// sequences it has parsed before).
+    #[inline]
+    pub fn with_layout(bytes: &'a [u8], lay: Layout) -> Option<(EfView<'a>, &'a [u8])> {
         if bytes.len() < lay.bytes()? {
             return None;
         }

@@ -9,7 +9,7 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 
 /// Format version written by this build. It reads every version from `MIN_FORMAT_VERSION` up
 /// to this one (format-spec/segment.md, version history).
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Oldest format version this build reads.
 pub const MIN_FORMAT_VERSION: u32 = 1;
 

@@ -64,7 +64,7 @@ pub fn values(bytes: &[u8]) -> usize {
         let _ = p.contains(7);
         let _ = p.to_bitmap().len();
     }
-    for version in [1, 2] {
+    for version in [1, 2, 3] {
         if let Ok(v) = decode_u64s_version(bytes, version) {
             n += v.iter().count();
             let _ = v.is_strictly_increasing();
@@ -99,6 +99,63 @@ pub fn round_trip(bytes: &[u8]) {
     assert_eq!(back.ok().as_ref(), Some(&hashes), "forward list round trip");
 }
 
+/// Round trip of format 3's ranked FORWARD lists (table `POSTINGS_RANKS` and the rank -> key
+/// mapping of `Segment::forward_into`) on keys derived from `bytes`: the u64 LE words it spells
+/// are a POSTINGS table (in blocks of a few keys), and up to 8 documents hold the keys whose
+/// bit says so in the input's bytes; each document's FORWARD list, stored as ranks into
+/// `dir`/`ranked.ndds`, must map back to exactly its keys, and `verify` must find no problem.
+/// Panics on a mismatch (a codec bug).
+pub fn ranked_forward(dir: &Path, bytes: &[u8]) -> usize {
+    let keys = u64_words(bytes);
+    if keys.is_empty() {
+        return 0;
+    }
+    let docs: Vec<Vec<usize>> = (0..8)
+        .map(|d| {
+            (0..keys.len())
+                .filter(|&i| (bytes[i % bytes.len()] >> d) & 1 == 1)
+                .collect()
+        })
+        .collect();
+    let path = dir.join("ranked.ndds");
+    let _ = std::fs::remove_file(&path);
+    let target = 24 + (bytes[0] as usize % 8) * 8;
+    let mut w = super::SegmentWriter::create_version(dir, "ranked.ndds", target, 3)
+        .expect("ranked segment writer");
+    w.begin_table(super::POSTINGS).expect("begin POSTINGS");
+    let mut buf = Vec::new();
+    for (i, &k) in keys.iter().enumerate() {
+        let ids: Vec<u32> = (0..8u32)
+            .filter(|&d| docs[d as usize].contains(&i))
+            .collect();
+        buf.clear();
+        super::encode_postings(&ids, &mut buf);
+        w.add(k, &buf).expect("add posting");
+    }
+    w.end_table().expect("end POSTINGS");
+    w.begin_table(super::FORWARD).expect("begin FORWARD");
+    for (d, ranks) in docs.iter().enumerate() {
+        buf.clear();
+        let ranks: Vec<u64> = ranks.iter().map(|&r| r as u64).collect();
+        super::encode_u64s(&ranks, &mut buf);
+        w.add(d as u64, &buf).expect("add forward");
+    }
+    w.end_table().expect("end FORWARD");
+    w.finish().expect("finish");
+    let seg = Segment::open(&path).expect("open ranked segment");
+    let report = seg.verify();
+    assert!(report.is_ok(), "verify: {:?}", report.problems);
+    let mut out = Vec::new();
+    for (d, ranks) in docs.iter().enumerate() {
+        assert!(seg.forward_into(d as u64, &mut out).expect("forward_into"));
+        let want: Vec<u64> = ranks.iter().map(|&r| keys[r]).collect();
+        assert_eq!(out, want, "doc {d}: ranks mapped back to keys");
+    }
+    drop(seg);
+    let _ = std::fs::remove_file(&path);
+    keys.len()
+}
+
 /// Opens the segment file at `path` and reads it all: every table, entry and value codec, the
 /// full verification, and point lookups.
 pub fn file(path: &Path) -> usize {
@@ -114,6 +171,10 @@ pub fn file(path: &Path) -> usize {
             let _ = seg.get(id, key);
             let _ = seg.get_postings(id, key);
             let _ = seg.get_u64s(id, key);
+            if id == super::FORWARD {
+                let mut keys = Vec::new();
+                n += seg.forward_into(key, &mut keys).map_or(0, |_| keys.len());
+            }
         }
         let _ = seg.range(id, 10, 1 << 40).count();
     }

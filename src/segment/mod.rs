@@ -48,13 +48,19 @@ pub use u64s::{
 pub use verify::{Problem, VerifyReport};
 pub use writer::{SegmentWriter, FORMAT_ENV};
 
+/// First format version whose FORWARD values are ranks of POSTINGS keys (table
+/// [`POSTINGS_RANKS`]).
+pub const RANKED_FORWARD_VERSION: u32 = 3;
+
 /// Environment variable: `NDD_KEY_FILTER=0` makes readers ignore the POSTINGS key filters
 /// (every key may be present), as builds before table 4 did. For before/after benchmarks only.
 pub const KEY_FILTER_ENV: &str = "NDD_KEY_FILTER";
 
 /// Table of shingle/feature hash -> posting list (see `encode_postings`).
 pub const POSTINGS: u32 = 1;
-/// Table of doc id (as u64) -> the doc's sorted feature hashes (see `encode_u64s`).
+/// Table of doc id (as u64) -> the doc's sorted feature hashes (see `encode_u64s`); from format
+/// 3 on, the ranks of those hashes among the segment's POSTINGS keys, in the same codec (read
+/// the hashes with `Segment::forward_into`).
 pub const FORWARD: u32 = 2;
 /// Table of feature hash -> its document frequency in the segment (u32 LE), for keys in more
 /// than [`FREQUENT_DF`] documents. Used only to order probe keys (rare first) and bound `--max-df`.
@@ -63,6 +69,11 @@ pub const FREQUENT: u32 = 3;
 /// by `SegmentWriter` itself alongside every non-empty POSTINGS table (format 2). Optional:
 /// a segment without it reads as "every key may be present".
 pub const POSTINGS_FILTER: u32 = 4;
+/// Table of POSTINGS block number -> the rank (0-based position in the POSTINGS table) of that
+/// block's first key, u64 LE; written by `SegmentWriter` itself alongside every non-empty
+/// POSTINGS table of format 3, whose FORWARD values are ranks of POSTINGS keys (readers map a
+/// rank to its key through it: `Segment::forward_into`).
+pub const POSTINGS_RANKS: u32 = 5;
 /// A key in more documents than this (within one segment) goes into [`FREQUENT`].
 pub const FREQUENT_DF: u32 = 16;
 /// Table of DSC-SS supershingle -> posting list (src/method/dsc.rs).

@@ -16,6 +16,7 @@ use memmap2::Mmap;
 use crate::error::{Error, IoResultExt, Result};
 
 use super::block::BlockView;
+use super::ef::EfView;
 use super::format::BlockRef;
 use super::layout::{check_layout, Table};
 use super::postings::{decode_postings, PostingList, VALUE_PATH};
@@ -28,12 +29,30 @@ pub struct Segment {
     pub(super) map: Mmap,
     /// Sorted by table id.
     pub(super) tables: Vec<Table>,
-    /// Format version of the file (1 or 2): how blocks and FORWARD values are laid out.
+    /// Format version of the file (1, 2 or 3): how blocks and FORWARD values are laid out.
     pub(super) version: u32,
     /// Where each POSTINGS block's key filter lies in the map, found on first use (one pass
     /// over table `POSTINGS_FILTER`, checking its blocks).
     filters: OnceLock<FilterSlots>,
+    /// The rank of every POSTINGS block's first key, and the POSTINGS entry count last (format
+    /// 3: table `POSTINGS_RANKS`), loaded on first use.
+    ranks: OnceLock<RankStarts>,
+    /// Format 3: per POSTINGS block, where its key sequence lies, once the block has been
+    /// checked for a rank lookup (so a rank costs a select, not a block parse).
+    rank_blocks: OnceLock<Box<[OnceLock<KeySeq>]>>,
 }
+
+/// A checked POSTINGS block's key sequence: first key, offset in the map, Elias-Fano layout.
+#[derive(Clone, Copy)]
+struct KeySeq {
+    first_key: u64,
+    at: usize,
+    lay: super::ef::Layout,
+}
+
+/// `blocks + 1` non-decreasing ranks (see `Segment::ranks`); `None` when the segment has no
+/// rank table; `Err((offset, reason))` when it does not match the POSTINGS blocks.
+type RankStarts = std::result::Result<Option<Box<[u64]>>, (u64, String)>;
 
 /// `(offset, len)` of every POSTINGS block's filter value; `None` when the segment has no
 /// filter table; `Err((offset, reason))` when the table does not match the POSTINGS blocks.
@@ -71,10 +90,12 @@ impl Segment {
             tables,
             version: footer.version,
             filters: OnceLock::new(),
+            ranks: OnceLock::new(),
+            rank_blocks: OnceLock::new(),
         })
     }
 
-    /// Format version of the file (format-spec/segment.md): 1 or 2.
+    /// Format version of the file (format-spec/segment.md): 1, 2 or 3.
     pub fn format_version(&self) -> u32 {
         self.version
     }
@@ -295,6 +316,172 @@ impl Segment {
     /// errors name this file and the value's offset.
     pub fn decode_u64s<'v>(&self, v: &'v [u8]) -> Result<U64List<'v>> {
         decode_u64s_version(v, self.version).map_err(|e| self.rebase(e, v))
+    }
+
+    /// Whether this segment's FORWARD values are ranks of POSTINGS keys (format 3), which
+    /// [`Segment::forward_into`] maps back to the feature hashes.
+    pub fn ranked_forward(&self) -> bool {
+        self.version >= super::RANKED_FORWARD_VERSION
+    }
+
+    /// Replaces `out` with the sorted feature hashes of `doc` (its FORWARD entry, ranks mapped
+    /// to POSTINGS keys in format 3). False when the segment has no entry for `doc`.
+    pub fn forward_into(&self, doc: u64, out: &mut Vec<u64>) -> Result<bool> {
+        out.clear();
+        match self.get(super::FORWARD, doc)? {
+            None => Ok(false),
+            Some(v) => self.decode_forward_into(v, out).map(|()| true),
+        }
+    }
+
+    /// Appends the feature hashes of the FORWARD value `v` of this segment to `out`: the
+    /// stored hashes (formats 1 and 2), or the POSTINGS keys at the stored ranks (format 3).
+    pub fn decode_forward_into(&self, v: &[u8], out: &mut Vec<u64>) -> Result<()> {
+        let list = self.decode_u64s(v)?;
+        if !self.ranked_forward() {
+            list.extend_into(out);
+            return Ok(());
+        }
+        self.keys_at_ranks(list.iter(), out)
+            .map_err(|e| self.rebase(e, v))
+    }
+
+    /// The rank of every POSTINGS block's first key, then the POSTINGS entry count (so block
+    /// `b` holds ranks `starts[b]..starts[b + 1]`); None without table `POSTINGS_RANKS`.
+    fn rank_starts(&self) -> Result<Option<&[u64]>> {
+        match self.ranks.get_or_init(|| self.load_ranks()) {
+            Ok(r) => Ok(r.as_deref()),
+            Err((off, reason)) => Err(Error::corrupt(&self.path, *off, reason.clone())),
+        }
+    }
+
+    /// One pass over table `POSTINGS_RANKS`: keys 0, 1, ... one per POSTINGS block, values u64
+    /// LE starting at 0 and growing by each block's entry count (checked against the block
+    /// when it is read), the last block ending below the POSTINGS entry count.
+    fn load_ranks(&self) -> RankStarts {
+        let Some(rt) = self.table(super::POSTINGS_RANKS) else {
+            return Ok(None);
+        };
+        let (blocks, entries) = self
+            .table(super::POSTINGS)
+            .map_or((0, 0), |t| (t.blocks.len() as u64, t.meta.entries));
+        let at = rt.blocks.first().map_or(0, |b| b.offset);
+        if rt.meta.entries != blocks {
+            return Err((
+                at,
+                format!(
+                    "rank table has {} entries for {blocks} POSTINGS blocks",
+                    rt.meta.entries
+                ),
+            ));
+        }
+        let base = self.map.as_ptr() as usize;
+        let mut starts = Vec::with_capacity(blocks as usize + 1);
+        for (i, e) in self.iter(super::POSTINGS_RANKS).enumerate() {
+            let (key, v) = e.map_err(|e| match e {
+                Error::Corrupt { offset, reason, .. } => (offset, reason),
+                other => (at, other.to_string()),
+            })?;
+            let off = (v.as_ptr() as usize - base) as u64;
+            let start = <[u8; 8]>::try_from(v)
+                .map(u64::from_le_bytes)
+                .map_err(|_| (off, format!("rank table: value of {} bytes", v.len())))?;
+            let want_first = i == 0 && start != 0;
+            let not_growing = starts.last().is_some_and(|&p| start <= p);
+            if key != i as u64 || want_first || not_growing || start >= entries {
+                return Err((
+                    off,
+                    format!("rank table: entry {i} (key {key}) has impossible rank {start}"),
+                ));
+            }
+            starts.push(start);
+        }
+        starts.push(entries);
+        Ok(Some(starts.into_boxed_slice()))
+    }
+
+    /// Appends the POSTINGS keys at `ranks` (ascending) to `out`.
+    fn keys_at_ranks(&self, ranks: impl Iterator<Item = u64>, out: &mut Vec<u64>) -> Result<()> {
+        let bad = |r: u64, what: &str| {
+            Error::corrupt(
+                super::postings::VALUE_PATH,
+                0,
+                format!("forward list: rank {r} {what}"),
+            )
+        };
+        let starts = self.rank_starts()?;
+        let (Some(starts), Some(t)) = (starts, self.table(super::POSTINGS)) else {
+            let mut ranks = ranks;
+            return match ranks.next() {
+                None => Ok(()),
+                Some(r) => Err(bad(r, "in a segment without POSTINGS ranks")),
+            };
+        };
+        let total = starts[starts.len() - 1];
+        let blocks = self
+            .rank_blocks
+            .get_or_init(|| (0..t.blocks.len()).map(|_| OnceLock::new()).collect());
+        // The current block: its first and end rank, its key sequence.
+        let mut cur: Option<(u64, u64, u64, EfView<'_>)> = None;
+        for r in ranks {
+            if r >= total {
+                return Err(bad(r, &format!("is past the {total} POSTINGS keys")));
+            }
+            let (lo, first_key, ef) = match cur {
+                Some((lo, hi, first_key, ef)) if lo <= r && r < hi => (lo, first_key, ef),
+                _ => {
+                    // starts[..blocks] ascend; the block is the last one starting at or before r.
+                    let bi = starts[..starts.len() - 1].partition_point(|&s| s <= r) - 1;
+                    let (lo, hi) = (starts[bi], starts[bi + 1]);
+                    let ks = match blocks.get(bi).and_then(|k| k.get()) {
+                        Some(ks) => *ks,
+                        None => {
+                            let ks = self.key_seq(t, bi, hi - lo)?;
+                            if let Some(slot) = blocks.get(bi) {
+                                let _ = slot.set(ks);
+                            }
+                            ks
+                        }
+                    };
+                    let bytes = self.map.get(ks.at..).unwrap_or(&[]);
+                    let (ef, _) = EfView::with_layout(bytes, ks.lay).ok_or_else(|| {
+                        Error::corrupt(&self.path, ks.at as u64, "POSTINGS keys out of range")
+                    })?;
+                    cur = Some((lo, hi, ks.first_key, ef));
+                    (lo, ks.first_key, ef)
+                }
+            };
+            let k = ef
+                .get((r - lo) as usize)
+                .ok_or_else(|| bad(r, "has no key"))?;
+            out.push(first_key.wrapping_add(k));
+        }
+        Ok(())
+    }
+
+    /// POSTINGS block `bi`, checked (crc, structure) and holding `count` keys (its share of
+    /// the ranks), as the location of its key sequence.
+    fn key_seq(&self, t: &Table, bi: usize, count: u64) -> Result<KeySeq> {
+        let view = self.block(t, bi)?;
+        let off = t.blocks[bi].offset;
+        if view.len() as u64 != count {
+            return Err(Error::corrupt(
+                &self.path,
+                off,
+                format!(
+                    "POSTINGS block {bi} holds {} keys, the rank table says {count}",
+                    view.len()
+                ),
+            ));
+        }
+        let (first_key, lay) = view.key_layout().ok_or_else(|| {
+            Error::corrupt(&self.path, off, "a ranked segment with version-1 blocks")
+        })?;
+        Ok(KeySeq {
+            first_key,
+            at: off as usize + super::block::V2_HEADER_LEN,
+            lay,
+        })
     }
 
     /// All entries of `table` in key order.

@@ -11,8 +11,20 @@ use crate::error::Error;
 
 type Tables = BTreeMap<u32, BTreeMap<u64, Vec<u8>>>;
 
+/// Writes `tables` as a format-2 segment: these tests' FORWARD values are hash lists, which
+/// format 3 stores as ranks (its own tests are below, `ranked_*`).
 fn write(dir: &Path, name: &str, tables: &Tables, block_target: usize) -> SegmentMeta {
-    let mut w = SegmentWriter::create_with_block_target(dir, name, block_target).unwrap();
+    write_version(dir, name, tables, block_target, 2)
+}
+
+fn write_version(
+    dir: &Path,
+    name: &str,
+    tables: &Tables,
+    block_target: usize,
+    version: u32,
+) -> SegmentMeta {
+    let mut w = SegmentWriter::create_version(dir, name, block_target, version).unwrap();
     for (&id, entries) in tables {
         w.begin_table(id).unwrap();
         for (&k, v) in entries {
@@ -209,6 +221,10 @@ fn writer_rejects_misuse_without_poisoning() {
         w.begin_table(POSTINGS_FILTER).is_err(),
         "the filter table is the writer's own"
     );
+    assert!(
+        w.begin_table(POSTINGS_RANKS).is_err(),
+        "the rank table is the writer's own"
+    );
     w.begin_table(0).unwrap();
     w.add(0, b"").unwrap();
     let mut w2 = SegmentWriter::create(dir.path(), "t").unwrap();
@@ -218,7 +234,7 @@ fn writer_rejects_misuse_without_poisoning() {
     let meta = w.finish().unwrap();
     assert_eq!(
         meta.tables.iter().map(|t| t.id).collect::<Vec<_>>(),
-        vec![0, POSTINGS, POSTINGS_FILTER],
+        vec![0, POSTINGS, POSTINGS_FILTER, POSTINGS_RANKS],
         "directory sorted by id"
     );
     let seg = Segment::open(dir.path().join("s")).unwrap();
@@ -341,7 +357,7 @@ fn golden_bytes_match_the_spec() {
     let footer = file.len() - 48;
     assert_eq!(
         u32::from_le_bytes(file[footer + 32..footer + 36].try_into().unwrap()),
-        FORMAT_VERSION
+        2
     );
     let seg = Segment::open(dir.path().join("golden")).unwrap();
     assert_eq!(seg.format_version(), 2);
@@ -357,7 +373,7 @@ fn golden_bytes_match_the_spec() {
 #[test]
 fn format_2_without_filter_is_still_read() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = SegmentWriter::create(dir.path(), "plain")
+    let mut w = SegmentWriter::create_version(dir.path(), "plain", DEFAULT_BLOCK_TARGET, 2)
         .unwrap()
         .without_key_filter();
     for (&id, entries) in &golden_tables() {
@@ -395,7 +411,7 @@ fn key_filter_skips_blocks_without_changing_answers() {
     }
     let tables: Tables = [(POSTINGS, postings.clone())].into_iter().collect();
     write(dir.path(), "f", &tables, 1024);
-    let mut w = SegmentWriter::create_with_block_target(dir.path(), "n", 1024)
+    let mut w = SegmentWriter::create_version(dir.path(), "n", 1024, 2)
         .unwrap()
         .without_key_filter();
     w.begin_table(POSTINGS).unwrap();
@@ -654,7 +670,7 @@ fn unknown_version_is_named() {
     write(dir.path(), "orig", &flip_sample(), 64);
     let mut bytes = std::fs::read(dir.path().join("orig")).unwrap();
     let f = bytes.len() - 48;
-    for v in [0u32, 3] {
+    for v in [0u32, FORMAT_VERSION + 1] {
         bytes[f + 32..f + 36].copy_from_slice(&v.to_le_bytes());
         let crc = crc32fast::hash(&bytes[f..f + 36]);
         bytes[f + 36..f + 40].copy_from_slice(&crc.to_le_bytes());
@@ -663,7 +679,7 @@ fn unknown_version_is_named() {
         match Segment::open(&path) {
             Err(Error::UnsupportedFormatVersion {
                 found,
-                supported: 2,
+                supported: FORMAT_VERSION,
                 ..
             }) if found == v => {}
             other => panic!("{other:?}"),
@@ -758,7 +774,7 @@ fn arb_tables() -> impl Strategy<Value = Tables> {
     );
     // Opaque table ids only: random bytes are not valid postings / feature arrays.
     prop::collection::btree_map(
-        prop::sample::select(vec![0u32, 3, 5, 6, 100]),
+        prop::sample::select(vec![0u32, 3, 6, 7, 100]),
         entries,
         0..4,
     )
@@ -773,7 +789,7 @@ proptest! {
         let seg = Segment::open(dir.path().join("p")).unwrap();
         prop_assert_eq!(seg.meta(), meta);
         check_contents(&seg, &tables);
-        for id in [0u32, 3, 4, 5, 6, 100] {
+        for id in [0u32, 3, 4, 5, 6, 7, 100] {
             let model = tables.get(&id);
             for &k in &probes {
                 prop_assert_eq!(seg.get(id, k).unwrap(), model.and_then(|m| m.get(&k)).map(|v| &v[..]));
@@ -896,4 +912,118 @@ proptest! {
             prop_assert_eq!(seg.get_u64s(FORWARD, 1).unwrap().unwrap().to_vec(), feats.clone());
         }
     }
+}
+
+/// Format 3's golden example (format-spec/segment.md): POSTINGS 3 -> [7], 9 -> [1, 2] and
+/// FORWARD as ranks of those keys (doc 1 -> [1], doc 2 -> [1], doc 7 -> [0]), plus the writer's
+/// tables 4 and 5.
+fn golden_tables_v3() -> Tables {
+    let mut t = golden_tables();
+    let fwd = |ranks: &[u64]| {
+        let mut v = Vec::new();
+        encode_u64s(ranks, &mut v);
+        v
+    };
+    t.insert(
+        FORWARD,
+        [(1, fwd(&[1])), (2, fwd(&[1])), (7, fwd(&[0]))]
+            .into_iter()
+            .collect(),
+    );
+    t
+}
+
+#[test]
+fn ranked_golden_bytes_match_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = write_version(
+        dir.path(),
+        "golden3",
+        &golden_tables_v3(),
+        DEFAULT_BLOCK_TARGET,
+        3,
+    );
+    let file = std::fs::read(dir.path().join("golden3")).unwrap();
+    if std::env::var("NDD_PRINT_GOLDEN").is_ok() {
+        println!(
+            "GOLDEN3 {}",
+            file.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+    }
+    assert_eq!(
+        file,
+        spec_golden_bytes("golden-v3"),
+        "format-spec/segment.md format-3 golden example is out of date"
+    );
+    assert_eq!(&file[8..12], &3u32.to_le_bytes());
+    assert_eq!(
+        meta.tables.iter().map(|t| t.id).collect::<Vec<_>>(),
+        vec![POSTINGS, FORWARD, POSTINGS_FILTER, POSTINGS_RANKS]
+    );
+    let seg = Segment::open(dir.path().join("golden3")).unwrap();
+    assert_eq!(seg.format_version(), FORMAT_VERSION);
+    assert!(seg.ranked_forward());
+    assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
+    let mut out = Vec::new();
+    for (doc, want) in [(1u64, vec![9u64]), (2, vec![9]), (7, vec![3])] {
+        assert!(seg.forward_into(doc, &mut out).unwrap());
+        assert_eq!(out, want, "doc {doc}");
+    }
+    assert!(!seg.forward_into(3, &mut out).unwrap());
+    // The stored list is the ranks.
+    assert_eq!(seg.get_u64s(FORWARD, 7).unwrap().unwrap().to_vec(), vec![0]);
+}
+
+/// Ranks map back to keys across many small blocks, for every document, as the fuzz target
+/// checks on arbitrary input.
+#[test]
+fn ranked_forward_round_trips_across_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = 0x1234_5678_9abc_def0u64;
+    for len in [1usize, 7, 8, 9, 64, 200, 1000, 4000] {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng as u8
+            })
+            .collect();
+        let keys = fuzz::ranked_forward(dir.path(), &bytes);
+        assert!(
+            keys >= 1 && keys <= len.div_ceil(8),
+            "{keys} keys of {len} bytes"
+        );
+    }
+}
+
+/// A rank past the POSTINGS keys, or a rank table that disagrees with the blocks, is reported
+/// as corruption by reads and by verify, never mapped to some key.
+#[test]
+fn ranked_forward_damage_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = golden_tables_v3();
+    let mut v = Vec::new();
+    encode_u64s(&[0, 2], &mut v); // rank 2: only 2 keys
+    t.get_mut(&FORWARD).unwrap().insert(9, v);
+    write_version(dir.path(), "bad", &t, DEFAULT_BLOCK_TARGET, 3);
+    let seg = Segment::open(dir.path().join("bad")).unwrap();
+    let mut out = Vec::new();
+    assert!(seg.forward_into(7, &mut out).is_ok());
+    let e = seg.forward_into(9, &mut out).unwrap_err();
+    assert!(e.is_corruption(), "{e}");
+    assert!(e.to_string().contains("rank 2"), "{e}");
+    let report = seg.verify();
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert!(report.problems[0].reason.contains("key 9"));
+
+    // A format-3 FORWARD list in a segment without table 5 (no POSTINGS): corrupt too.
+    let mut t = Tables::new();
+    let mut v = Vec::new();
+    encode_u64s(&[0], &mut v);
+    t.insert(FORWARD, [(0, v)].into_iter().collect());
+    write_version(dir.path(), "norank", &t, DEFAULT_BLOCK_TARGET, 3);
+    let seg = Segment::open(dir.path().join("norank")).unwrap();
+    assert!(seg.forward_into(0, &mut out).unwrap_err().is_corruption());
+    assert!(!seg.verify().is_ok());
 }

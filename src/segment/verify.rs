@@ -142,7 +142,31 @@ impl Segment {
             }
         }
         self.verify_key_filters(&mut report);
+        self.verify_ranks(&mut report);
         report
+    }
+
+    /// Format 3: table `POSTINGS_RANKS` matches the POSTINGS blocks and every FORWARD list's
+    /// ranks name POSTINGS keys (each list is mapped to its keys, as readers do).
+    fn verify_ranks(&self, report: &mut VerifyReport) {
+        if !self.ranked_forward() {
+            return;
+        }
+        let mut keys = Vec::new();
+        for e in self.iter(super::FORWARD) {
+            let Ok((doc, v)) = e else {
+                continue; // the block was reported above
+            };
+            keys.clear();
+            if let Err(e) = self.decode_forward_into(v, &mut keys) {
+                let mut p = Problem::from_error(&self.path, &e);
+                p.reason = format!("table {} key {doc}: {}", super::FORWARD, p.reason);
+                report.problems.push(p);
+                if keys.is_empty() && self.table(super::POSTINGS_RANKS).is_none() {
+                    break; // one report for a missing rank table is enough
+                }
+            }
+        }
     }
 
     /// The POSTINGS key filters (table `POSTINGS_FILTER`, if present): one per POSTINGS block,

@@ -17,6 +17,7 @@ use super::format::{
 };
 use super::{
     SegmentMeta, TableMeta, DEFAULT_BLOCK_TARGET, MAX_VALUE_LEN, POSTINGS, POSTINGS_FILTER,
+    POSTINGS_RANKS, RANKED_FORWARD_VERSION,
 };
 
 /// Filter values held in memory before the spool moves to a file.
@@ -121,6 +122,11 @@ pub struct SegmentWriter {
     filter_keys: Vec<u64>,
     /// Scratch for one filter value.
     filter_buf: Vec<u8>,
+    /// Rank of the first key of every POSTINGS block written so far (None: format < 3, which
+    /// has no table `POSTINGS_RANKS`); 8 bytes per block, like the block index.
+    rank_starts: Option<Vec<u64>>,
+    /// POSTINGS entries in the blocks written so far.
+    postings_flushed: u64,
 }
 
 /// Environment variable that makes `SegmentWriter::create` write format version 1 (testing and
@@ -142,12 +148,13 @@ impl SegmentWriter {
     ) -> Result<Self> {
         let version = match std::env::var(FORMAT_ENV).ok().as_deref() {
             Some("1") => 1,
+            Some("2") => 2,
             _ => FORMAT_VERSION,
         };
         Self::create_version(dir, name, block_target, version)
     }
 
-    /// Like `create_with_block_target`, writing format `version` (1 or 2). Values are given in
+    /// Like `create_with_block_target`, writing format `version` (1, 2 or 3). Values are given in
     /// the current format's codecs (`encode_postings`, `encode_u64s`); a version-1 writer
     /// transcodes posting lists and FORWARD lists to version 1's forms. For tests of old
     /// segments.
@@ -208,6 +215,8 @@ impl SegmentWriter {
             }),
             filter_keys: Vec::new(),
             filter_buf: Vec::new(),
+            rank_starts: (version >= RANKED_FORWARD_VERSION).then(Vec::new),
+            postings_flushed: 0,
         };
         if let Err(e) = w.write(&encode_header(version)) {
             // The caller never got a writer, so it cannot clean up: leave nothing behind.
@@ -248,9 +257,14 @@ impl SegmentWriter {
         if self.done.iter().any(|d| d.table_id == id) {
             return Err(misuse(format!("table {id} written twice")));
         }
-        if id == POSTINGS_FILTER {
+        if id == POSTINGS_FILTER || id == POSTINGS_RANKS {
             return Err(misuse(format!(
-                "table {id} (POSTINGS_FILTER) is written by the writer itself"
+                "table {id} ({}) is written by the writer itself",
+                if id == POSTINGS_FILTER {
+                    "POSTINGS_FILTER"
+                } else {
+                    "POSTINGS_RANKS"
+                }
             )));
         }
         self.open_table(id);
@@ -396,6 +410,7 @@ impl SegmentWriter {
             return Err(misuse(format!("finish() while table {} is open", t.id)));
         }
         self.write_filters()?;
+        self.write_ranks()?;
         // The directory is sorted by table id so readers can binary-search it.
         self.done.sort_by_key(|d| d.table_id);
         let dir_offset = self.pos;
@@ -475,7 +490,29 @@ impl SegmentWriter {
         self.end_table()
     }
 
+    /// Writes table `POSTINGS_RANKS` (key = POSTINGS block number, value = the rank of the
+    /// block's first key, u64 LE) if this is format 3 and a non-empty POSTINGS table was written.
+    fn write_ranks(&mut self) -> Result<()> {
+        let Some(starts) = self.rank_starts.take() else {
+            return Ok(());
+        };
+        if starts.is_empty() {
+            return Ok(());
+        }
+        self.open_table(POSTINGS_RANKS);
+        for (b, start) in starts.iter().enumerate() {
+            self.add_stored(b as u64, &start.to_le_bytes())?;
+        }
+        self.end_table()
+    }
+
     fn flush_block(&mut self) -> Result<()> {
+        if let Some(starts) = self.rank_starts.as_mut() {
+            if t_id_is_postings(&self.table) {
+                starts.push(self.postings_flushed);
+                self.postings_flushed += self.block.entries() as u64;
+            }
+        }
         if let Some(spool) = self.filters.as_mut() {
             if t_id_is_postings(&self.table) {
                 self.filter_buf.clear();

@@ -1,8 +1,10 @@
-//! Segment format versions (format-spec/segment.md): an index whose first batch was written in
-//! format 1 (`NDD_SEGMENT_FORMAT=1`, the old writer path) and whose second is format 2 answers
-//! exactly like an all-version-1 and an all-version-2 index on the llvm corpus; it verifies;
-//! `compact --full` rewrites it into one version-2 segment with the same pairs; and version 2
-//! takes at most 80 % of version 1's bytes.
+//! Segment format versions (format-spec/segment.md): an index whose three batches were
+//! written in formats 1, 2 and 3 (`NDD_SEGMENT_FORMAT=1|2`, the old writer paths; 3 is the
+//! default) answers exactly like all-version-1, all-version-2 and all-version-3 indexes on the
+//! llvm corpus; it verifies; `compact --full` rewrites it into one version-3 segment (and,
+//! with `NDD_SEGMENT_FORMAT=2`, an all-3 index into one version-2 segment: ranks decoded back
+//! to hashes) with the same pairs; version 2 takes at most 80 % of version 1's bytes and
+//! version 3's FORWARD table at most 75 % of version 2's.
 
 use std::path::{Path, PathBuf};
 
@@ -27,11 +29,7 @@ fn segment_versions(idx: &TestIndex) -> Vec<u32> {
 /// Ingests `dir` as batch `name`, writing segments of format `version`.
 fn ingest_version(idx: &TestIndex, dir: &Path, name: &str, version: u32) {
     let mut c = idx.cmd(&["ingest", "--quiet", "--batch", name, dir.to_str().unwrap()]);
-    if version == 1 {
-        c.env("NDD_SEGMENT_FORMAT", "1");
-    } else {
-        c.env_remove("NDD_SEGMENT_FORMAT");
-    }
+    with_version(&mut c, version);
     let out = c.output().unwrap();
     assert!(
         out.status.success(),
@@ -40,8 +38,17 @@ fn ingest_version(idx: &TestIndex, dir: &Path, name: &str, version: u32) {
     );
 }
 
+/// Makes `c` write segments of format `version` (3: the default).
+fn with_version(c: &mut std::process::Command, version: u32) {
+    if version < 3 {
+        c.env("NDD_SEGMENT_FORMAT", version.to_string());
+    } else {
+        c.env_remove("NDD_SEGMENT_FORMAT");
+    }
+}
+
 #[test]
-fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_2() {
+fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_3() {
     let Some(corpus) = corpus_dir() else {
         return;
     };
@@ -49,30 +56,35 @@ fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_2() {
     let truth = Truth::load(&corpus);
     let work = temp_dir("segfmt").keep();
     for (i, key) in truth.keys.iter().enumerate() {
-        let dst = work.join(format!("b{}", i % 2)).join(key);
+        let dst = work.join(format!("b{}", i % 3)).join(key);
         std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
         std::fs::hard_link(docs.join(key), &dst).unwrap();
     }
-    let (b0, b1) = (work.join("b0"), work.join("b1"));
-    let build = |name: &str, v0: u32, v1: u32| {
+    let batches = [work.join("b0"), work.join("b1"), work.join("b2")];
+    let build = |name: &str, versions: [u32; 3]| {
         let idx = TestIndex::new(name);
-        ingest_version(&idx, &b0, "night-0", v0);
-        ingest_version(&idx, &b1, "night-1", v1);
+        for (i, (dir, v)) in batches.iter().zip(versions).enumerate() {
+            ingest_version(&idx, dir, &format!("night-{i}"), v);
+        }
         idx
     };
-    let old = build("segfmt-v1", 1, 1);
-    let new = build("segfmt-v2", 2, 2);
-    let mixed = build("segfmt-mixed", 1, 2);
-    assert_eq!(segment_versions(&old), vec![1, 1]);
-    assert_eq!(segment_versions(&new), vec![2, 2]);
-    assert_eq!(segment_versions(&mixed), vec![1, 2]);
+    let old = build("segfmt-v1", [1, 1, 1]);
+    let new = build("segfmt-v2", [2, 2, 2]);
+    let ranked = build("segfmt-v3", [3, 3, 3]);
+    let mixed = build("segfmt-mixed", [1, 2, 3]);
+    assert_eq!(segment_versions(&old), vec![1, 1, 1]);
+    assert_eq!(segment_versions(&new), vec![2, 2, 2]);
+    assert_eq!(segment_versions(&ranked), vec![3, 3, 3]);
+    assert_eq!(segment_versions(&mixed), vec![1, 2, 3]);
 
     let want = old.pairs("0.8");
     assert!(want.len() > 1000, "{} pairs", want.len());
     assert_eq!(new.pairs("0.8"), want);
+    assert_eq!(ranked.pairs("0.8"), want);
     assert_eq!(mixed.pairs("0.8"), want);
     assert_eq!(mixed.pairs("0.5"), old.pairs("0.5"));
-    for idx in [&old, &new, &mixed] {
+    assert_eq!(ranked.pairs("0.5"), old.pairs("0.5"));
+    for idx in [&old, &new, &ranked, &mixed] {
         idx.verify();
     }
     // Queries read FORWARD lists of both versions for exact verification.
@@ -84,14 +96,35 @@ fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_2() {
             .collect::<Vec<_>>()
     };
     assert_eq!(q(&mixed), q(&old));
+    assert_eq!(q(&ranked), q(&old));
 
-    let stats = |idx: &TestIndex| idx.stats()["bytes"]["segments_total"].as_f64().unwrap();
-    let (s1, s2) = (stats(&old), stats(&new));
+    let stats = |idx: &TestIndex, what: &str| idx.stats()["bytes"][what].as_f64().unwrap();
+    let (s1, s2) = (stats(&old, "segments_total"), stats(&new, "segments_total"));
     assert!(s2 <= 0.8 * s1, "version 2: {s2} bytes, version 1: {s1}");
+    let (f2, f3) = (stats(&new, "forward"), stats(&ranked, "forward"));
+    assert!(
+        f3 <= 0.75 * f2,
+        "FORWARD: version 3 {f3} bytes, version 2 {f2}"
+    );
+    assert!(stats(&ranked, "segments_total") < s2);
 
     mixed.compact(&["--full"]);
-    assert_eq!(segment_versions(&mixed), vec![2]);
+    assert_eq!(segment_versions(&mixed), vec![3]);
     assert_eq!(mixed.pairs("0.8"), want);
     assert_eq!(q(&mixed), q(&old));
     mixed.verify();
+
+    // Back to version 2 from version-3 inputs: FORWARD ranks are decoded to hashes.
+    let mut c = ranked.cmd(&["compact", "--full"]);
+    with_version(&mut c, 2);
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(segment_versions(&ranked), vec![2]);
+    assert_eq!(ranked.pairs("0.8"), want);
+    assert_eq!(q(&ranked), q(&old));
+    ranked.verify();
 }
