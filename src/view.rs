@@ -13,7 +13,7 @@ use roaring::RoaringBitmap;
 use crate::error::{Error, Result};
 use crate::options::IndexOptions;
 use crate::segment::{self, Segment};
-use crate::store::manifest::SEGMENTS_DIR;
+use crate::store::manifest::{Manifest, SEGMENTS_DIR};
 use crate::store::{Catalog, SegmentEntry};
 
 /// The FREQUENT table (defined with the other table ids in `segment`).
@@ -41,6 +41,159 @@ impl std::hash::Hasher for FeatureHasher {
 
 /// A map from feature hash to a value.
 pub type FeatureMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<FeatureHasher>>;
+
+/// Ids allocated after a [`DocSizes`] base was built that are kept apart from it; past this
+/// many, the next growth copies them into a new base (so a view derived from another one
+/// copies at most this many sizes, not one per document of the index).
+const SIZES_TAIL_MAX: usize = 16_384;
+
+/// Features per document id (0 = no such document): a base shared by every view derived from
+/// the one that read it (`Arc`, never copied) and the ids allocated since, so the view of an
+/// online add costs a copy of the small tail instead of 4 bytes per document of the index.
+#[derive(Clone, Debug, Default)]
+pub struct DocSizes {
+    base: Arc<Vec<u32>>,
+    tail: Vec<u32>,
+}
+
+impl DocSizes {
+    /// Sizes of the ids `0..v.len()`.
+    pub fn from_vec(v: Vec<u32>) -> Self {
+        DocSizes {
+            base: Arc::new(v),
+            tail: Vec::new(),
+        }
+    }
+
+    /// Number of document ids.
+    pub fn len(&self) -> usize {
+        self.base.len() + self.tail.len()
+    }
+
+    /// True when no id is allocated.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Size of `doc`, if the id is allocated.
+    pub fn get(&self, doc: usize) -> Option<u32> {
+        match self.base.get(doc) {
+            Some(&s) => Some(s),
+            None => self.tail.get(doc - self.base.len()).copied(),
+        }
+    }
+
+    /// Appends the sizes of the next ids.
+    pub fn extend_from_slice(&mut self, sizes: &[u32]) {
+        self.tail.extend_from_slice(sizes);
+        self.rebase_if_long();
+    }
+
+    /// Grows to `n` ids (new ones of size 0); never shrinks.
+    pub fn grow_to(&mut self, n: usize) {
+        if n > self.len() {
+            let t = n - self.base.len();
+            self.tail.resize(t, 0);
+            self.rebase_if_long();
+        }
+    }
+
+    /// Every size, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.base.iter().chain(self.tail.iter()).copied()
+    }
+
+    fn rebase_if_long(&mut self) {
+        if self.tail.len() > SIZES_TAIL_MAX {
+            let mut all = Vec::with_capacity(self.len());
+            all.extend_from_slice(&self.base);
+            all.append(&mut self.tail);
+            self.base = Arc::new(all);
+        }
+    }
+}
+
+/// Equal when they hold the same sizes, however split between base and tail.
+impl PartialEq for DocSizes {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for DocSizes {}
+
+/// Most changes kept apart from a [`FrequentKeys`] base before they are folded into a new one.
+const FREQUENT_OVERLAY_MAX: usize = 1 << 16;
+
+/// The document frequency of the frequent keys (df > [`FREQUENT_DF`] in some segment), summed
+/// over a view's segments: a base shared by every view derived from the one that built it and
+/// the signed changes of the segments added or removed since (an add's piece, a fold, a
+/// merge), so deriving a view copies the small overlay, not every frequent key of the index.
+/// The sums are exact: the same as a map built from the view's segments at once.
+#[derive(Clone, Debug, Default)]
+pub struct FrequentKeys {
+    base: Arc<FeatureMap<u32>>,
+    /// Change of each key's df against `base` (no zero entries).
+    over: FeatureMap<i64>,
+}
+
+impl FrequentKeys {
+    /// The summed df of `key` (0 when no segment lists it as frequent).
+    pub fn get(&self, key: u64) -> u32 {
+        let b = self.base.get(&key).copied().unwrap_or(0) as i64;
+        if self.over.is_empty() {
+            return b as u32;
+        }
+        let d = self.over.get(&key).copied().unwrap_or(0);
+        (b + d).max(0) as u32
+    }
+
+    /// Every frequent key with its summed df (0 left out), however split between base and
+    /// overlay.
+    pub fn to_map(&self) -> FeatureMap<u32> {
+        let mut all: FeatureMap<u32> = (*self.base).clone();
+        for (&key, &d) in &self.over {
+            let v = all.get(&key).copied().unwrap_or(0) as i64 + d;
+            if v > 0 {
+                all.insert(key, v as u32);
+            } else {
+                all.remove(&key);
+            }
+        }
+        all
+    }
+
+    /// True when no key is frequent.
+    pub fn is_empty(&self) -> bool {
+        self.base.is_empty() && self.over.is_empty()
+    }
+
+    /// Adds (`sign` 1) or takes out (`sign` -1) a segment's FREQUENT table.
+    fn apply(&mut self, seg: &Segment, sign: i64) -> Result<()> {
+        let mut keys = FeatureMap::default();
+        add_frequent(seg, &mut keys)?;
+        for (key, df) in keys {
+            let e = self.over.entry(key).or_insert(0);
+            *e += sign * df as i64;
+            if *e == 0 {
+                self.over.remove(&key);
+            }
+        }
+        if self.over.len() > FREQUENT_OVERLAY_MAX {
+            self.base = Arc::new(self.to_map());
+            self.over.clear();
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, seg: &Segment) -> Result<()> {
+        self.apply(seg, 1)
+    }
+
+    fn sub(&mut self, seg: &Segment) -> Result<()> {
+        self.apply(seg, -1)
+    }
+}
 
 /// One live segment with the manifest entry that published it.
 pub struct LiveSegment {
@@ -80,9 +233,9 @@ pub struct View {
     /// Deleted documents.
     pub tombstones: RoaringBitmap,
     /// Features per document id (0 = no such document).
-    pub sizes: Vec<u32>,
+    pub sizes: DocSizes,
     /// Document frequency of the frequent keys, summed over segments.
-    pub frequent: FeatureMap<u32>,
+    pub frequent: FrequentKeys,
 }
 
 impl View {
@@ -129,8 +282,11 @@ impl View {
             segments,
             by_doc,
             tombstones: catalog.tombstones()?,
-            sizes,
-            frequent,
+            sizes: DocSizes::from_vec(sizes),
+            frequent: FrequentKeys {
+                base: Arc::new(frequent),
+                over: FeatureMap::default(),
+            },
         })
     }
 
@@ -167,7 +323,7 @@ impl View {
         for (path, entry) in new {
             if entry.doc_hi > entry.doc_lo {
                 let seg = Segment::open(&path)?;
-                add_frequent(&seg, &mut frequent)?;
+                frequent.add(&seg)?;
                 segments.push(LiveSegment {
                     entry,
                     seg: Arc::new(seg),
@@ -212,10 +368,143 @@ impl View {
             self.by_doc = doc_ranges(&self.segments);
         }
         let next = catalog.next_doc()? as usize;
-        if self.sizes.len() < next {
-            self.sizes.resize(next, 0);
-        }
+        self.sizes.grow_to(next);
         Ok(self)
+    }
+
+    /// The view after a publish that changed only which segment files hold the documents
+    /// (a fold of the delta into a segment, a merge of segments): the segments of `manifest`
+    /// in its order, those already mapped here shared and `new` (the one just written and
+    /// published) opened, then this view's delta pieces unless `keep_delta` is false (a fold
+    /// emptied the delta). Sizes and tombstones stay (such a publish writes neither; ids
+    /// allocated since are grown to `next_doc`). The same snapshot [`View::load`] reads from
+    /// the catalog, without reading every document record again: a fold at 1M documents
+    /// would otherwise read a million records to change one segment.
+    pub fn after_relayout(
+        &self,
+        dir: &Path,
+        manifest: &Manifest,
+        new: Option<&SegmentEntry>,
+        keep_delta: bool,
+        next_doc: u32,
+    ) -> Result<View> {
+        let mut frequent = self.frequent.clone();
+        let mut segments = Vec::with_capacity(manifest.segments.len() + 4);
+        for entry in &manifest.segments {
+            let old = self
+                .segments
+                .iter()
+                .find(|s| s.entry.id != DELTA_SEGMENT_ID && s.entry == *entry);
+            let live = match old {
+                Some(s) => s.share(),
+                None if new.is_some_and(|n| n == entry) => {
+                    let path = dir.join(SEGMENTS_DIR).join(&entry.file);
+                    let seg = Segment::open(&path)?;
+                    if seg.len_bytes() != entry.bytes {
+                        return Err(Error::corrupt(
+                            &path,
+                            0,
+                            format!(
+                                "file is {} bytes, the manifest says {}",
+                                seg.len_bytes(),
+                                entry.bytes
+                            ),
+                        ));
+                    }
+                    frequent.add(&seg)?;
+                    LiveSegment {
+                        entry: entry.clone(),
+                        seg: Arc::new(seg),
+                    }
+                }
+                None => {
+                    return Err(Error::InvalidArgument(format!(
+                        "segment {} is neither in the view nor the one just written",
+                        entry.file
+                    )))
+                }
+            };
+            segments.push(live);
+        }
+        for s in &self.segments {
+            let is_delta = s.entry.id == DELTA_SEGMENT_ID;
+            if is_delta && keep_delta {
+                segments.push(s.share());
+            } else if is_delta || !manifest.segments.contains(&s.entry) {
+                frequent.sub(&s.seg)?;
+            }
+        }
+        let mut sizes = self.sizes.clone();
+        sizes.grow_to(next_doc as usize);
+        Ok(View {
+            by_doc: doc_ranges(&segments),
+            segments,
+            tombstones: self.tombstones.clone(),
+            sizes,
+            frequent,
+        })
+    }
+
+    /// True when this view is exactly what [`View::load`] would read from `catalog` (whose
+    /// manifest is `manifest`): the same published segments in order, the same number of
+    /// document ids, the same tombstones, and a delta of the same documents and features.
+    /// Document records never change once written, so these decide it.
+    pub fn shows(&self, catalog: &Catalog, manifest: &Manifest) -> Result<bool> {
+        let published: Vec<&SegmentEntry> = self
+            .segments
+            .iter()
+            .filter(|s| s.entry.id != DELTA_SEGMENT_ID)
+            .map(|s| &s.entry)
+            .collect();
+        if published.len() != manifest.segments.len()
+            || published
+                .iter()
+                .zip(&manifest.segments)
+                .any(|(a, b)| *a != b)
+            || catalog.next_doc()? != self.doc_ids()
+            || catalog.tombstones()? != self.tombstones
+        {
+            return Ok(false);
+        }
+        let delta = catalog.delta_docs()?;
+        let features: u64 = delta.iter().map(|(_, d)| d.features.len() as u64).sum();
+        let mut ids = delta.iter().map(|(d, _)| *d);
+        let in_view = ids.all(|d| {
+            self.by_doc.iter().any(|&(lo, hi, si)| {
+                lo <= d && d < hi && self.segments[si].entry.id == DELTA_SEGMENT_ID
+            })
+        });
+        Ok(in_view && self.delta_size() == (delta.len() as u64, features))
+    }
+
+    /// The frequent keys summed afresh over this view's segments: what [`View::frequent`]
+    /// must equal however it was derived (a check for tests).
+    pub fn frequent_recounted(&self) -> Result<FeatureMap<u32>> {
+        let mut all = FeatureMap::default();
+        for s in &self.segments {
+            add_frequent(&s.seg, &mut all)?;
+        }
+        Ok(all)
+    }
+
+    /// The same snapshot restricted to the segments that may hold documents with ids from
+    /// `doc` on (those whose doc range ends above it): what an add searches for the documents
+    /// added since a check's snapshot. Segments are shared; sizes, tombstones and frequent
+    /// keys are this view's (copied cheaply).
+    pub fn since(&self, doc: u32) -> View {
+        let segments: Vec<LiveSegment> = self
+            .segments
+            .iter()
+            .filter(|s| s.entry.doc_hi > doc)
+            .map(LiveSegment::share)
+            .collect();
+        View {
+            by_doc: doc_ranges(&segments),
+            segments,
+            tombstones: self.tombstones.clone(),
+            sizes: self.sizes.clone(),
+            frequent: self.frequent.clone(),
+        }
     }
 
     /// Merges the newest delta pieces (see [`View::after_add`]).
@@ -251,10 +540,10 @@ impl View {
             let docs = catalog.delta_docs_in(lo, hi)?;
             for &i in merged.iter().rev() {
                 let old = self.segments.remove(i);
-                sub_frequent(&old.seg, &mut self.frequent)?;
+                self.frequent.sub(&old.seg)?;
             }
             if let Some(piece) = delta_segment_of(catalog, options, &docs)? {
-                add_frequent(&piece.seg, &mut self.frequent)?;
+                self.frequent.add(&piece.seg)?;
                 self.segments.push(piece);
             }
         }
@@ -284,7 +573,7 @@ impl View {
 
     /// Feature count of a document (0 when unknown).
     pub fn size(&self, doc: u32) -> u32 {
-        self.sizes.get(doc as usize).copied().unwrap_or(0)
+        self.sizes.get(doc as usize).unwrap_or(0)
     }
 
     /// Copies the sorted features of `doc` into `out`. Returns false when no live segment holds
@@ -329,7 +618,7 @@ impl View {
         if self.frequent.is_empty() {
             0
         } else {
-            self.frequent.get(&key).copied().unwrap_or(0)
+            self.frequent.get(key)
         }
     }
 }
@@ -369,24 +658,6 @@ fn doc_ranges(segments: &[LiveSegment]) -> Vec<(u32, u32, usize)> {
         .collect();
     by_doc.sort_unstable();
     by_doc
-}
-
-/// Takes a segment's FREQUENT table (key -> df) out of `frequent` (the inverse of
-/// [`add_frequent`]).
-fn sub_frequent(seg: &Segment, frequent: &mut FeatureMap<u32>) -> Result<()> {
-    let mut other = FeatureMap::default();
-    add_frequent(seg, &mut other)?;
-    for (key, df) in other {
-        if let std::collections::hash_map::Entry::Occupied(mut e) = frequent.entry(key) {
-            let left = e.get().saturating_sub(df);
-            if left == 0 {
-                e.remove();
-            } else {
-                *e.get_mut() = left;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Adds a segment's FREQUENT table (key -> df) into `frequent`.

@@ -136,27 +136,7 @@ pub fn read_source(
 ) -> Box<dyn Iterator<Item = InputItem> + Send> {
     let max = opts.max_doc_bytes;
     let memory = move |i: usize, key: String, bytes: Vec<u8>, format: Option<DocFormat>| {
-        let origin = format!("<memory>#{i}");
-        if key.is_empty() {
-            return InputItem::bad(key, origin, "empty document key");
-        }
-        if bytes.len() as u64 > max {
-            let reason = format!(
-                "document of {} bytes is over the {max}-byte limit",
-                bytes.len()
-            );
-            return InputItem::bad(key, origin, reason);
-        }
-        let format =
-            format.unwrap_or_else(|| crate::canonicalize::sniff_format(Some(&key), &bytes));
-        InputItem::Doc(RawDoc {
-            key,
-            url: None,
-            bytes,
-            format,
-            charset: None,
-            origin,
-        })
+        memory_item(i, key, bytes, format, max)
     };
     match source {
         Source::Paths(paths) => Box::new(read_inputs(paths, opts)),
@@ -171,6 +151,49 @@ pub fn read_source(
                 .map(move |(i, (k, b, f))| memory(i, k, b, Some(f))),
         ),
     }
+}
+
+/// The `i`-th in-memory document of a source as an input item: empty keys and documents
+/// over `max_doc_bytes` are `InputItem::Bad` ([`memory_check`]); the format, unless given,
+/// is sniffed from the key and the bytes.
+pub fn memory_item(
+    i: usize,
+    key: String,
+    bytes: Vec<u8>,
+    format: Option<DocFormat>,
+    max_doc_bytes: u64,
+) -> InputItem {
+    let origin = memory_origin(i);
+    if let Err(reason) = memory_check(&key, bytes.len() as u64, max_doc_bytes) {
+        return InputItem::bad(key, origin, reason);
+    }
+    let format = format.unwrap_or_else(|| crate::canonicalize::sniff_format(Some(&key), &bytes));
+    InputItem::Doc(RawDoc {
+        key,
+        url: None,
+        bytes,
+        format,
+        charset: None,
+        origin,
+    })
+}
+
+/// The origin named in messages about the `i`-th in-memory document of a source.
+pub fn memory_origin(i: usize) -> String {
+    format!("<memory>#{i}")
+}
+
+/// The checks of an in-memory document: a key, and at most `max_doc_bytes` bytes.
+pub fn memory_check(key: &str, len: u64, max_doc_bytes: u64) -> Result<(), String> {
+    if key.is_empty() {
+        return Err("empty document key".into());
+    }
+    if len > max_doc_bytes {
+        return Err(format!(
+            "document of {len} bytes is over the {max_doc_bytes}-byte limit"
+        ));
+    }
+    Ok(())
 }
 
 /// A source of several items (a record file being read).

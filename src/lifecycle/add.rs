@@ -24,13 +24,17 @@ use crate::batch::report::{DocReport, DocStatus, Outcome};
 use crate::batch::{self, publish, Named};
 use crate::build::delta as delta_segment;
 use crate::canonicalize::canonicalize_with;
+use crate::canonicalize::DocFormat;
 use crate::error::{Error, Result};
 use crate::fingerprint::fingerprint;
 use crate::index::Index;
-use crate::input::{read_source, InputItem, InputOptions, Source};
+use crate::input::{
+    memory_check, memory_item, memory_origin, read_source, InputItem, InputOptions, Source,
+};
 use crate::method::writer::{extras as method_extras, MethodWriter};
 use crate::pipeline::pairs::{collect_pairs, PairsConfig};
 use crate::pipeline::plan::Pair;
+use crate::query::{CheckHint, Match, Matcher, PreparedDoc, Scratch};
 use crate::store::delta::DeltaDoc;
 use crate::store::records::BatchRecord;
 use crate::store::DocRecord;
@@ -114,6 +118,8 @@ struct NewDocs {
     reports: Vec<DocReport>,
     /// Catalog record and delta entry of each new document.
     news: Vec<(DocRecord, DeltaDoc)>,
+    /// The check's hint of each new document, if it came prepared with one.
+    hints: Vec<Option<CheckHint>>,
     intake: Intake,
     methods: MethodWriter,
 }
@@ -131,6 +137,24 @@ impl NewDocs {
     }
 }
 
+/// One document of [`Index::add_docs`]: raw bytes (read as `Source::DocsWithFormat` reads
+/// them), or prepared by the caller ([`Index::prepare`], with its check's hint).
+#[derive(Debug)]
+pub enum AddDoc {
+    Raw {
+        key: String,
+        bytes: Vec<u8>,
+        format: DocFormat,
+    },
+    Prepared(PreparedDoc),
+}
+
+/// What the read stage takes: an input item, or a prepared document (and its position).
+enum Incoming {
+    Item(InputItem),
+    Prepared(usize, PreparedDoc),
+}
+
 impl Index {
     /// Adds the documents of `inputs` online. `report` receives one line per input document
     /// (the ingest report format) after the publish.
@@ -141,6 +165,37 @@ impl Index {
     pub fn add(
         &mut self,
         inputs: impl Into<Source>,
+        opts: &AddOptions,
+        report: &mut dyn FnMut(&DocReport) -> Result<()>,
+    ) -> Result<AddSummary> {
+        let items = read_source(inputs.into(), opts.input.clone()).map(Incoming::Item);
+        self.add_incoming(Box::new(items), opts, report)
+    }
+
+    /// [`Index::add`] of in-memory documents, some of them prepared by the caller: a
+    /// prepared document is not canonicalized or fingerprinted again, and its check's hint
+    /// ([`CheckHint`]) replaces the search of the snapshot it came from (only what was added
+    /// since is searched). The same answers as `add` of the same documents as
+    /// `Source::DocsWithFormat`: documents, clusters, pairs and reports.
+    pub fn add_docs(
+        &mut self,
+        docs: Vec<AddDoc>,
+        opts: &AddOptions,
+        report: &mut dyn FnMut(&DocReport) -> Result<()>,
+    ) -> Result<AddSummary> {
+        let max = opts.input.max_doc_bytes;
+        let items = docs.into_iter().enumerate().map(move |(i, d)| match d {
+            AddDoc::Raw { key, bytes, format } => {
+                Incoming::Item(memory_item(i, key, bytes, Some(format), max))
+            }
+            AddDoc::Prepared(p) => Incoming::Prepared(i, p),
+        });
+        self.add_incoming(Box::new(items), opts, report)
+    }
+
+    fn add_incoming(
+        &mut self,
+        items: Box<dyn Iterator<Item = Incoming> + Send + '_>,
         opts: &AddOptions,
         report: &mut dyn FnMut(&DocReport) -> Result<()>,
     ) -> Result<AddSummary> {
@@ -163,7 +218,7 @@ impl Index {
             batch_id,
             ..Default::default()
         };
-        let mut n = self.read_new_docs(inputs.into(), opts, batch_id, &mut s)?;
+        let mut n = self.read_new_docs(items, opts, batch_id, &mut s)?;
         self.finish_method_data(&mut n)?;
         s.phase_micros[0] += lap.next();
         let tmp = tempfile::tempdir_in(self.tmp_dir()).map_err(|e| Error::io(self.tmp_dir(), e))?;
@@ -202,7 +257,7 @@ impl Index {
     /// its catalog record, delta entry, method data and report.
     fn read_new_docs(
         &self,
-        source: Source,
+        items: Box<dyn Iterator<Item = Incoming> + Send + '_>,
         opts: &AddOptions,
         batch_id: u32,
         s: &mut AddSummary,
@@ -214,25 +269,30 @@ impl Index {
             doc_lo: catalog.next_doc()?,
             reports: Vec::new(),
             news: Vec::new(),
+            hints: Vec::new(),
             intake: Intake::new(self.view.tombstones.clone()),
             methods: MethodWriter::new(m_opts),
         };
         let reports = &mut n.reports;
-        for item in read_source(source, opts.input.clone()) {
+        for item in items {
             s.documents_read += 1;
-            let (raw, canon) = match item {
-                InputItem::Bad {
+            // (key, origin, raw length, url, canonical text, fingerprint if prepared, hint)
+            let (key, origin, len, url, text, prepared, hint) = match item {
+                Incoming::Item(InputItem::Bad {
                     key,
                     origin,
                     reason,
-                } => {
+                }) => {
                     reject(s, reports, opts.strict, key, origin, reason)?;
                     continue;
                 }
-                InputItem::Doc(raw) => {
+                Incoming::Item(InputItem::Doc(raw)) => {
                     let charset = raw.charset.as_deref();
                     match canonicalize_with(&raw.bytes, raw.format, charset, fp_opts.extract) {
-                        Ok(c) => (raw, c),
+                        Ok(c) => {
+                            let len = raw.bytes.len() as u64;
+                            (raw.key, raw.origin, len, raw.url, c.text, None, None)
+                        }
                         Err(why) => {
                             let r = why.to_string();
                             reject(s, reports, opts.strict, raw.key, raw.origin, r)?;
@@ -240,17 +300,28 @@ impl Index {
                         }
                     }
                 }
+                Incoming::Prepared(i, p) => {
+                    let origin = memory_origin(i);
+                    if let Err(r) = memory_check(&p.key, p.bytes, opts.input.max_doc_bytes) {
+                        reject(s, reports, opts.strict, p.key, origin, r)?;
+                        continue;
+                    }
+                    (p.key, origin, p.bytes, None, p.text, Some(p.fp), p.hint)
+                }
             };
-            if !n.intake.first_of_key(&raw.key) {
+            if !n.intake.first_of_key(&key) {
                 let reason = DUPLICATE_KEY.to_string();
-                reject(s, reports, opts.strict, raw.key, raw.origin, reason)?;
+                reject(s, reports, opts.strict, key, origin, reason)?;
                 continue;
             }
-            let fp = fingerprint(&canon.text, &fp_opts);
-            let status = match n.intake.known(catalog, &raw.key, &fp.digest)? {
+            let fp = match prepared {
+                Some(fp) => fp,
+                None => fingerprint(&text, &fp_opts),
+            };
+            let status = match n.intake.known(catalog, &key, &fp.digest)? {
                 Known::Unchanged(old) => {
                     s.unchanged += 1;
-                    reports.push(DocReport::of(raw.key, DocStatus::Unchanged, old));
+                    reports.push(DocReport::of(key, DocStatus::Unchanged, old));
                     continue;
                 }
                 Known::Replaced => {
@@ -264,7 +335,7 @@ impl Index {
                 .checked_add(n.news.len() as u32)
                 .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
             n.intake.exact(catalog, doc, &fp.digest)?;
-            let x = method_extras(&canon.text, &fp, &fp_opts, m_opts);
+            let x = method_extras(&text, &fp, &fp_opts, m_opts);
             let delta = DeltaDoc {
                 has_words: fp.words > 0,
                 // the SIMHASH tables' value (shingle or filtered simhashes differ from the
@@ -276,11 +347,10 @@ impl Index {
                 imatch: Vec::new(), // set by finish_method_data, once the call's terms are known
             };
             n.methods.add(doc, &fp, x);
-            reports.push(DocReport::of(raw.key.clone(), status, doc));
-            n.news.push((
-                DocRecord::new(raw.key, batch_id, &fp, raw.bytes.len() as u64, raw.url),
-                delta,
-            ));
+            reports.push(DocReport::of(key.clone(), status, doc));
+            n.news
+                .push((DocRecord::new(key, batch_id, &fp, len, url), delta));
+            n.hints.push(hint);
         }
         Ok(n)
     }
@@ -343,7 +413,12 @@ impl Index {
                 self.options().cluster_threshold()?,
             )
         };
-        let (pairs, _) = collect_pairs(&view, &cfg, doc_lo..doc_hi, doc_lo)?;
+        let hinted = cfg.max_df.is_none() && n.hints.iter().any(|h| h.is_some());
+        let pairs = if hinted {
+            match_with_hints(&view, &cfg, n)?
+        } else {
+            collect_pairs(&view, &cfg, doc_lo..doc_hi, doc_lo)?.0
+        };
         s.phase_micros[2] += lap.next();
         Ok((view, pairs))
     }
@@ -441,6 +516,80 @@ impl Index {
         }
         Ok(())
     }
+}
+
+/// The "match" stage of documents that came with their check's hints (no commonality
+/// limit): the pairs `collect_pairs(view, cfg, doc_lo..doc_hi, doc_lo)` finds, searching
+/// only what each hint does not cover. For a new document `a` whose hint is usable (same
+/// sampling, its threshold at most the cluster threshold): the hint's documents still live
+/// in `view`, verified again at the cluster threshold, plus a search of the segments that
+/// may hold ids from the hint's snapshot on (the documents added since, this call's own
+/// included) for ids from there. Every pair of the full search is found: a partner older
+/// than the hint's snapshot and live now was live then, and the check's exact search found
+/// it at the lower threshold. A document without a usable hint is searched in full.
+fn match_with_hints(view: &View, cfg: &PairsConfig, n: &NewDocs) -> Result<Vec<Pair>> {
+    let doc_lo = n.doc_lo;
+    let matcher = Matcher::new(view, cfg.sample, cfg.threshold);
+    let mut scratch = Scratch::new(view.doc_ids());
+    let (mut x, mut other, mut found) = (Vec::new(), Vec::new(), Vec::new());
+    let mut recent: Option<(u32, View)> = None;
+    let mut pairs = Vec::new();
+    for (i, hint) in n.hints.iter().enumerate() {
+        let a = doc_lo + i as u32;
+        if !(view.is_live(a) && view.size(a) > 0) || !view.features_into(a, &mut x)? {
+            continue;
+        }
+        found.clear();
+        let usable = hint.as_ref().filter(|h| {
+            h.sample == cfg.sample
+                && h.threshold.as_f64() <= cfg.threshold.as_f64()
+                && h.doc_ids <= doc_lo
+        });
+        match usable {
+            None => matcher.search(&x, |d| d > a || d < doc_lo, &mut scratch, &mut found)?,
+            Some(h) => {
+                let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, x.len());
+                for &b in &h.docs {
+                    let m = view.size(b) as usize;
+                    if b >= h.doc_ids || !view.is_live(b) || m < lo || m > hi {
+                        continue;
+                    }
+                    if !view.features_into(b, &mut other)? {
+                        continue;
+                    }
+                    if let Some(ov) = cfg.sample.verify(&x, &other, cfg.threshold) {
+                        found.push(Match {
+                            doc: b,
+                            inter: ov.inter,
+                            resemblance: ov.resemblance,
+                            containment: ov.containment,
+                        });
+                    }
+                }
+                if recent.as_ref().is_none_or(|r| r.0 != h.doc_ids) {
+                    recent = Some((h.doc_ids, view.since(h.doc_ids)));
+                }
+                let since = &recent.as_ref().expect("set above").1;
+                let from = h.doc_ids;
+                Matcher::new(since, cfg.sample, cfg.threshold).search(
+                    &x,
+                    |d| d >= from && (d > a || d < doc_lo),
+                    &mut scratch,
+                    &mut found,
+                )?;
+            }
+        }
+        pairs.extend(found.iter().map(|m| {
+            let (lo, hi) = if a < m.doc { (a, m.doc) } else { (m.doc, a) };
+            Pair {
+                a: lo,
+                b: hi,
+                m: *m,
+            }
+        }));
+    }
+    pairs.sort_unstable_by_key(|p| (p.a, p.b));
+    Ok(pairs)
 }
 
 /// What the publish stage writes besides the documents: the batch's name and id, and

@@ -142,8 +142,11 @@ impl Index {
         let doc_lo = inputs.iter().map(|s| s.entry.doc_lo).min().unwrap_or(0);
         let doc_hi = inputs.iter().map(|s| s.entry.doc_hi).max().unwrap_or(0);
         manifest.segments.retain(|e| !ids.contains(&e.id));
+        let mut new_entry = None;
         if s.docs > 0 {
-            manifest.segments.push(built.entry(id, doc_lo, doc_hi));
+            let entry = built.entry(id, doc_lo, doc_hi);
+            new_entry = Some(entry.clone());
+            manifest.segments.push(entry);
             s.segment = Some(file);
             s.bytes_after = built.meta.bytes;
         }
@@ -158,7 +161,13 @@ impl Index {
         published?;
         drop(inputs);
         drop(view);
-        self.reload_view()?;
+        // The next view: the merged segment in place of its inputs, the rest shared (the
+        // merge wrote no document record, tombstone or delta entry).
+        let next = self.catalog.next_doc()?;
+        let view =
+            self.view
+                .after_relayout(self.dir(), &manifest, new_entry.as_ref(), true, next)?;
+        self.view = std::sync::Arc::new(view);
         for f in &s.merged {
             let p = self.segment_path(f);
             // Unpublished already; a leftover file is removed by the next writer's open.

@@ -50,7 +50,7 @@ impl Index {
         let (doc_lo, doc_hi) = delta::doc_range(&docs);
         let entry = built.entry(id, doc_lo, doc_hi);
         let bytes = entry.bytes;
-        manifest.segments.push(entry);
+        manifest.segments.push(entry.clone());
         manifest.generation += 1;
         let mut wb = self.catalog().batch_writer();
         wb.put_meta_json(META_MANIFEST, &manifest);
@@ -59,7 +59,19 @@ impl Index {
         }
         self.catalog().commit(wb)?;
         built.keep(); // published: the file belongs to the manifest now
-        self.reload_view()?;
+                      // The next view: the new segment in place of the delta pieces, without reading every
+                      // document record again; a full reload only if the view's delta is not exactly the
+                      // folded documents (it always is for the writer's own view).
+        let (view_delta_docs, _) = self.view.delta_size();
+        if view_delta_docs == docs.len() as u64 {
+            let next = self.catalog().next_doc()?;
+            let view =
+                self.view
+                    .after_relayout(self.dir(), &manifest, Some(&entry), false, next)?;
+            self.view = std::sync::Arc::new(view);
+        } else {
+            self.reload_view()?;
+        }
         Ok(FoldSummary {
             docs: docs.len() as u64,
             segment: Some(file),

@@ -5,10 +5,11 @@
 //!
 //! | operation                 | returns                                   |
 //! |---------------------------|-------------------------------------------|
-//! | [`Index::ingest`], [`Index::add`] (from [`Source`]) | summary + one report per document |
+//! | [`Index::ingest`], [`Index::add`] (from [`Source`]), [`Index::add_docs`] (from [`AddDoc`]s) | summary + one report per document |
 //! | [`Index::pairs`]          | [`KeyedPair`]s, CLI order                 |
 //! | [`Index::clusters`]       | [`ClusterOut`]s                           |
 //! | [`Index::query`]          | [`QueryResult`]                           |
+//! | [`Index::query_to_insert`] | [`QueryResult`] + the page as a [`PreparedDoc`] for `add_docs` |
 //! | [`Index::document`], [`Index::cluster_members`] | catalog facts by key / cluster |
 //! | [`Index::compact_after_ingest`] | the policy merge after a batch      |
 
@@ -21,6 +22,8 @@ mod query;
 mod tests;
 
 pub use crate::input::Source;
+pub use crate::lifecycle::add::AddDoc;
+pub use crate::query::PreparedDoc;
 pub use clusters::{ClusterOut, ClustersRequest};
 pub use create::CreateSpec;
 pub use docs::DocInfo;

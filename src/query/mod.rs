@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::canonicalize::{canonicalize_with, DocFormat};
 use crate::error::Result;
-use crate::fingerprint::fingerprint;
+use crate::fingerprint::{fingerprint, Fingerprint, Sample};
 use crate::index::Index;
 use crate::threshold::Threshold;
 
@@ -49,7 +49,64 @@ pub struct QueryAnswer {
     pub micros: u64,
 }
 
+/// A document canonicalized and fingerprinted once, for a query and then an add of the same
+/// page (the server's check-and-insert: `Index::add_docs` takes it with the check's
+/// [`CheckHint`] instead of doing the work again).
+#[derive(Clone, Debug)]
+pub struct PreparedDoc {
+    pub key: String,
+    /// Length of the raw document (the catalog's record, the size limit).
+    pub bytes: u64,
+    /// The canonical text (the methods' extra data are computed from it).
+    pub text: String,
+    pub fp: Fingerprint,
+    /// What the check found, when it can stand for the add's matching against the snapshot
+    /// it searched.
+    pub hint: Option<CheckHint>,
+}
+
+/// What a query of a [`PreparedDoc`] found in its snapshot, for the add's matching: every
+/// document of that snapshot (ids below `doc_ids`, live there) whose resemblance reaches
+/// `threshold`, found by a search without a commonality limit (so the set does not depend on
+/// the snapshot's probe order: exact). An add whose cluster threshold is at least `threshold`
+/// re-verifies these at its own threshold and searches only the documents added since
+/// (ids from `doc_ids` on) instead of the whole index.
+#[derive(Clone, Debug)]
+pub struct CheckHint {
+    pub doc_ids: u32,
+    pub threshold: Threshold,
+    pub sample: Sample,
+    /// Ascending.
+    pub docs: Vec<u32>,
+}
+
 impl Index {
+    /// Canonicalizes and fingerprints one document for [`Index::query_prepared`] (and then
+    /// an add); an unusable document is an error naming `key`.
+    pub fn prepare(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        format: DocFormat,
+        charset: Option<&str>,
+    ) -> Result<PreparedDoc> {
+        let fp_opts = self.options().fingerprint()?;
+        let canon = canonicalize_with(bytes, format, charset, fp_opts.extract).map_err(|why| {
+            crate::error::Error::Document {
+                key: key.to_owned(),
+                reason: why.to_string(),
+            }
+        })?;
+        let fp = fingerprint(&canon.text, &fp_opts);
+        Ok(PreparedDoc {
+            key: key.to_owned(),
+            bytes: bytes.len() as u64,
+            text: canon.text,
+            fp,
+            hint: None,
+        })
+    }
+
     /// Finds the indexed near-duplicates of one document given as bytes.
     pub fn query_document(
         &self,
@@ -60,19 +117,25 @@ impl Index {
         opts: &QueryOptions,
     ) -> Result<QueryAnswer> {
         let started = std::time::Instant::now();
-        if opts.threshold.as_f64() <= 0.0 {
-            return Err(crate::error::Error::InvalidArgument(
-                "query needs a threshold above 0".into(),
-            ));
-        }
+        check_threshold(opts)?;
+        let mut p = self.prepare(name, bytes, format, charset)?;
+        self.query_prepared(&mut p, opts, None, started)
+    }
+
+    /// [`Index::query_document`] of a prepared document. With `hint_below: Some(t)` and a
+    /// query that searches the whole snapshot exactly at a threshold of at most `t` (no
+    /// commonality limit, a non-adaptive sampling), sets `p.hint` to everything it found
+    /// before the `top` cut. `started`: when the request's work began (for `micros`).
+    pub fn query_prepared(
+        &self,
+        p: &mut PreparedDoc,
+        opts: &QueryOptions,
+        hint_below: Option<Threshold>,
+        started: std::time::Instant,
+    ) -> Result<QueryAnswer> {
+        check_threshold(opts)?;
         let fp_opts = self.options().fingerprint()?;
-        let canon = canonicalize_with(bytes, format, charset, fp_opts.extract).map_err(|why| {
-            crate::error::Error::Document {
-                key: name.to_owned(),
-                reason: why.to_string(),
-            }
-        })?;
-        let fp = fingerprint(&canon.text, &fp_opts);
+        let fp = &p.fp;
         let view = self.view();
         let max_df = match opts.max_df {
             None => self.options().max_df,
@@ -83,6 +146,23 @@ impl Index {
         let mut scratch = Scratch::new(view.doc_ids());
         let mut found = Vec::new();
         matcher.search(&fp.features, |_| true, &mut scratch, &mut found)?;
+        p.hint = match hint_below {
+            Some(t)
+                if max_df.is_none()
+                    && !matches!(fp_opts.sample, crate::fingerprint::Sample::Adaptive(_))
+                    && opts.threshold.as_f64() <= t.as_f64() =>
+            {
+                let mut docs: Vec<u32> = found.iter().map(|m| m.doc).collect();
+                docs.sort_unstable();
+                Some(CheckHint {
+                    doc_ids: view.doc_ids(),
+                    threshold: opts.threshold,
+                    sample: fp_opts.sample,
+                    docs,
+                })
+            }
+            _ => None,
+        };
         found.sort_by(|a, b| {
             b.resemblance
                 .total_cmp(&a.resemblance)
@@ -109,7 +189,7 @@ impl Index {
             _ => None,
         };
         Ok(QueryAnswer {
-            input: name.to_owned(),
+            input: p.key.clone(),
             words: fp.words,
             features: fp.features.len() as u32,
             exact_duplicate,
@@ -117,4 +197,14 @@ impl Index {
             micros: started.elapsed().as_micros() as u64,
         })
     }
+}
+
+/// A query's threshold must be above 0.
+pub fn check_threshold(opts: &QueryOptions) -> Result<()> {
+    if opts.threshold.as_f64() <= 0.0 {
+        return Err(crate::error::Error::InvalidArgument(
+            "query needs a threshold above 0".into(),
+        ));
+    }
+    Ok(())
 }

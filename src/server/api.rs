@@ -1,3 +1,3 @@
 //! The whole-operation API the server calls (`crate::ops`), in one place.
 
-pub use crate::ops::{QueryRequest, QueryResult, Source};
+pub use crate::ops::{AddDoc, PreparedDoc, QueryRequest, QueryResult};

@@ -45,7 +45,7 @@ use crate::canonicalize::{sniff_format, DocFormat};
 use crate::method::Method;
 use crate::pipeline::ingest::{DocReport, DocStatus};
 use crate::{Error, Index, Result, Threshold};
-use api::{QueryRequest, QueryResult};
+use api::{PreparedDoc, QueryRequest, QueryResult};
 
 use error::ApiError;
 use metrics::{IndexGauges, Metrics};
@@ -701,6 +701,23 @@ async fn run_query(
         .map_err(ApiError::from)
 }
 
+/// [`run_query`] for a check-and-insert: the answer and the page prepared for the writer.
+async fn run_check(
+    st: &AppState,
+    key: String,
+    body: Bytes,
+    req: QueryRequest,
+) -> std::result::Result<(QueryResult, Option<PreparedDoc>), ApiError> {
+    let snap = st.snapshots.get();
+    if body.len() <= 256 << 10 {
+        return Ok(snap.query_to_insert(&key, &body, &req)?);
+    }
+    tokio::task::spawn_blocking(move || snap.query_to_insert(&key, &body, &req))
+        .await
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+        .map_err(ApiError::from)
+}
+
 async fn query(State(st): St, RawQuery(raw): RawQuery, headers: HeaderMap, body: Body) -> Response {
     let t = Instant::now();
     let r = async {
@@ -768,15 +785,22 @@ async fn insert(
             .format
             .unwrap_or_else(|| sniff_format(Some(&key), &body));
         // The check: what the index held before this insert (also rejects an unusable page
-        // before it reaches the writer).
-        let res = run_query(&st, key.clone(), body.clone(), req).await?;
+        // before it reaches the writer). The page goes to the writer as the check prepared
+        // it (canonicalized and fingerprinted once, with what the check found).
+        let (res, prepared) = run_check(&st, key.clone(), body.clone(), req).await?;
         let (matches, exact) = matches_json(&res, Some(&key));
+        let bytes = if prepared.is_some() {
+            Vec::new()
+        } else {
+            body.to_vec()
+        };
         let reports = submit_insert(
             &st,
             vec![InsertDoc {
                 key: key.clone(),
-                bytes: body.to_vec(),
+                bytes,
                 format,
+                prepared,
             }],
         )
         .await?;
@@ -870,6 +894,7 @@ fn parse_batch(body: &[u8], max_docs: usize) -> std::result::Result<Vec<InsertDo
             key: l.key,
             bytes,
             format,
+            prepared: None,
         });
         if docs.len() > max_docs {
             return Err(ApiError::new(

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use axum::http::StatusCode;
 use tokio::sync::oneshot;
 
-use super::api::Source;
+use super::api::{AddDoc, PreparedDoc};
 use super::error::ApiError;
 use super::metrics::Metrics;
 use super::snapshot::Snapshots;
@@ -41,6 +41,9 @@ pub struct InsertDoc {
     pub key: String,
     pub bytes: Vec<u8>,
     pub format: DocFormat,
+    /// The page canonicalized and fingerprinted by its check (then `bytes` is not read),
+    /// with the check's hint for the add's matching.
+    pub prepared: Option<PreparedDoc>,
 }
 
 /// The answer to an insert: one report per document, in order.
@@ -351,7 +354,16 @@ impl Writer {
         }
         loop {
             let _g = self.swap.lock().unwrap_or_else(|p| p.into_inner());
-            match Index::open_writer(&self.cfg.dir, &CreateOptions::default()) {
+            // The current snapshot's view is the writer's when nothing changed since it was
+            // read (no reload of every document record).
+            let current = Arc::clone(self.snapshots.get().view());
+            let opened = Index::open_writer_reusing(
+                &self.cfg.dir,
+                &CreateOptions::default(),
+                Some(&current),
+            );
+            drop(current);
+            match opened {
                 Ok(ix) => {
                     self.held.store(true, Relaxed);
                     self.snapshots.set(Arc::new(ix.snapshot()));
@@ -500,14 +512,24 @@ impl Writer {
         }
         let started = Instant::now();
         let mut counts: Vec<usize> = Vec::with_capacity(group.len());
-        let mut docs: Vec<(String, Vec<u8>, DocFormat)> = Vec::with_capacity(n);
+        let mut docs: Vec<AddDoc> = Vec::with_capacity(n);
+        let mut keys_in_order: Vec<String> = Vec::with_capacity(n);
         let mut replies = Vec::with_capacity(group.len());
         for (ds, reply, _) in group {
             counts.push(ds.len());
-            docs.extend(ds.into_iter().map(|d| (d.key, d.bytes, d.format)));
+            for d in ds {
+                keys_in_order.push(d.key.clone());
+                docs.push(match d.prepared {
+                    Some(p) => AddDoc::Prepared(p),
+                    None => AddDoc::Raw {
+                        key: d.key,
+                        bytes: d.bytes,
+                        format: d.format,
+                    },
+                });
+            }
             replies.push(reply);
         }
-        let keys_in_order: Vec<String> = docs.iter().map(|d| d.0.clone()).collect();
         let opts = AddOptions {
             fold_docs: self.cfg.fold_docs.max(1),
             sync: self.syncer.is_none(),
@@ -516,7 +538,7 @@ impl Writer {
         let mut reports: HashMap<String, VecDeque<DocReport>> = HashMap::new();
         let w = self.index.as_mut().expect("writer held");
         let result = w
-            .add(Source::DocsWithFormat(docs), &opts, &mut |r| {
+            .add_docs(docs, &opts, &mut |r| {
                 reports
                     .entry(r.key.clone())
                     .or_default()

@@ -341,3 +341,138 @@ fn adds_interleaved_with_ingests_keep_every_method_answer_through_folds() {
     );
     idx.verify();
 }
+
+/// `Index::add_docs` of documents prepared by their check (`Index::query_to_insert` on an
+/// older snapshot, with its hint) gives what the plain add of the same pages gives: reports
+/// (status, ids, clusters, near and exact duplicates), pairs and clusters, even when another
+/// add (a near-duplicate of the prepared pages) and a delete (of a document in a hint) land
+/// between the check and the add, and with a replacement in the same call.
+#[test]
+fn a_prepared_add_answers_as_the_plain_add() {
+    use ndd_index::canonicalize::DocFormat;
+    use ndd_index::lifecycle::add::AddOptions;
+    use ndd_index::lifecycle::DeleteSelector;
+    use ndd_index::ops::{AddDoc, PairsRequest, QueryRequest, Source};
+    use ndd_index::{CreateOptions, Index, Threshold};
+
+    let w = temp_dir("add-prepared");
+    let c = w.path().join("c");
+    // {0,1,2}, {4,5,6}, {8,9,10}, {12,13,14}: an original and its near-duplicates.
+    write_corpus(&c, 20, 7);
+    let page = |i: usize| std::fs::read(c.join(format!("doc-{i:04}.html"))).unwrap();
+    let key = |i: usize| format!("doc-{i:04}.html");
+    let raw = |k: String, i: usize| (k, page(i), DocFormat::Html);
+    let opts = AddOptions::default();
+    let mut plain = Index::open_writer(w.path().join("plain"), &CreateOptions::default()).unwrap();
+    let mut prep = Index::open_writer(w.path().join("prep"), &CreateOptions::default()).unwrap();
+    let first: Vec<_> = (0..12).map(|i| raw(key(i), i)).collect();
+    for ix in [&mut plain, &mut prep] {
+        ix.add(
+            Source::DocsWithFormat(first.clone()),
+            &opts,
+            &mut |_| Ok(()),
+        )
+        .unwrap();
+    }
+
+    // The calls' pages: 13 and 14 (near-duplicates of 12, which is added after the check),
+    // a copy of 2 under a new key, doc-0003's key with 1's text (a replacement), and 15.
+    let last: Vec<(String, usize)> = vec![
+        (key(13), 13),
+        (key(14), 14),
+        ("copy-0002.html".into(), 2),
+        (key(3), 1),
+        (key(15), 15),
+    ];
+    // The checks, on a snapshot taken before the add of 12 and the delete of 0.
+    let snap = prep.snapshot();
+    let mut prepared = Vec::new();
+    for (k, i) in &last[..4] {
+        let (_, p) = snap
+            .query_to_insert(k, &page(*i), &QueryRequest::default())
+            .unwrap();
+        let p = p.expect("a shingle check prepares the page");
+        assert!(p.hint.is_some(), "{k}: a check at 0.5 <= 0.8 leaves a hint");
+        prepared.push(p);
+    }
+    let hint_docs: Vec<u32> = prepared[2].hint.as_ref().unwrap().docs.clone();
+    assert!(
+        hint_docs.len() >= 3,
+        "the copy of 2 finds 0, 1, 2: {hint_docs:?}"
+    );
+    drop(snap);
+    for ix in [&mut plain, &mut prep] {
+        ix.add(
+            Source::DocsWithFormat(vec![raw(key(12), 12)]),
+            &opts,
+            &mut |_| Ok(()),
+        )
+        .unwrap();
+        let d = ix.delete(&DeleteSelector::Keys(vec![key(0)])).unwrap();
+        assert_eq!(d.deleted, 1);
+    }
+
+    let mut docs: Vec<AddDoc> = prepared.into_iter().map(AddDoc::Prepared).collect();
+    docs.push(AddDoc::Raw {
+        key: key(15),
+        bytes: page(15),
+        format: DocFormat::Html,
+    });
+    let (mut rp, mut rq) = (Vec::new(), Vec::new());
+    let sp = plain
+        .add(
+            Source::DocsWithFormat(last.iter().map(|(k, i)| raw(k.clone(), *i)).collect()),
+            &opts,
+            &mut |r| {
+                rp.push(r.clone());
+                Ok(())
+            },
+        )
+        .unwrap();
+    let sq = prep
+        .add_docs(docs, &opts, &mut |r| {
+            rq.push(r.clone());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(rq, rp, "reports");
+    assert_eq!(
+        (sq.added, sq.replaced, sq.unchanged, sq.near_duplicate_pairs),
+        (sp.added, sp.replaced, sp.unchanged, sp.near_duplicate_pairs)
+    );
+    // The pair 12-13 came from the search of what was added after the check.
+    assert!(
+        rq[0].near_duplicate.is_some(),
+        "13 is a near-duplicate of 12: {:?}",
+        rq[0]
+    );
+    assert!(
+        sq.near_duplicate_pairs >= 5,
+        "pairs: {}",
+        sq.near_duplicate_pairs
+    );
+    assert_eq!(
+        rq[3].status,
+        ndd_index::pipeline::ingest::DocStatus::Replaced
+    );
+
+    let pairs = |ix: &Index| {
+        let mut out = Vec::new();
+        let t = Threshold::try_from(0.5).unwrap();
+        ix.pairs(&PairsRequest::shingle(t), |p| {
+            out.push((p.key_a.clone(), p.key_b.clone(), p.resemblance));
+            Ok(())
+        })
+        .unwrap();
+        out
+    };
+    assert_eq!(pairs(&prep), pairs(&plain), "pairs");
+    for doc in 0..plain.view().doc_ids() {
+        let (cp, cq) = (plain.catalog(), prep.catalog());
+        let members = |c: &ndd_index::store::Catalog, d: u32| {
+            let id = c.cluster_of(d).unwrap();
+            (id, c.members(id).unwrap())
+        };
+        assert_eq!(members(cq, doc), members(cp, doc), "cluster of doc {doc}");
+    }
+}
