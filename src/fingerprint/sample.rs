@@ -141,6 +141,21 @@ impl Sample {
         t.admits(ov.inter, ov.denom)
     }
 
+    /// Whether a B of `b_len` features sharing at most `inter_max` of them with A (|A| =
+    /// `a_len`) may still pass [`Sample::verify`] at `t`: the decision verify would make with
+    /// the largest intersection the sizes allow. All, Mod: resemblance = inter / (|A| + |B| -
+    /// inter) grows with inter at fixed sizes, so if the bound fails, B fails. The other
+    /// samplings answer true (no such bound is used for them).
+    pub fn may_reach(&self, t: Threshold, a_len: usize, b_len: usize, inter_max: u64) -> bool {
+        match *self {
+            Sample::All | Sample::Mod(_) => {
+                let inter = inter_max.min(a_len as u64).min(b_len as u64);
+                t.admits(inter, (a_len + b_len) as u64 - inter)
+            }
+            Sample::MinHash(_) | Sample::BottomK(_) | Sample::Adaptive(_) => true,
+        }
+    }
+
     /// Prefix-filter bound: every B with `similar(A, B, t)` shares at least this many
     /// features with A, where n = |A|. So probing the postings of any `n + 1 - m` features of
     /// A (m = this value) finds every similar B. Proofs (format-spec/fingerprints.md, §6.3):

@@ -26,7 +26,9 @@ pub struct Match {
 
 /// Per-thread buffers, reused across searches so the hot loop does not allocate.
 pub struct Scratch {
-    seen: Vec<u64>,
+    /// Per document id: how many probe keys' posting lists held it in the current search
+    /// (0 = not a candidate yet; saturating). Reset for every touched document at its end.
+    hits: Vec<u16>,
     touched: Vec<u32>,
     order: Vec<(u32, u64)>,
     other: Vec<u64>,
@@ -34,6 +36,9 @@ pub struct Scratch {
     pub postings_visited: u64,
     /// Candidates verified by the last searches.
     pub candidates: u64,
+    /// Candidates within the length bounds that the probe-hit bound ruled out without reading
+    /// their features (see [`Matcher::search`]).
+    pub pruned: u64,
     /// Probes the commonality limit (`max_df`) left out: per searched document, how many of
     /// the `|A| - m + 1` probes could not be filled with keys under the limit.
     pub probes_cut: u64,
@@ -63,12 +68,13 @@ impl Scratch {
     /// Takes the work counters out of `s` (resetting them) as a buffer-less `Scratch`.
     pub fn counters_only(s: &mut Scratch) -> Scratch {
         let out = Scratch {
-            seen: Vec::new(),
+            hits: Vec::new(),
             touched: Vec::new(),
             order: Vec::new(),
             other: Vec::new(),
             postings_visited: s.postings_visited,
             candidates: s.candidates,
+            pruned: s.pruned,
             probes_cut: s.probes_cut,
             keys_cut: s.keys_cut,
             postings_skipped: s.postings_skipped,
@@ -83,6 +89,7 @@ impl Scratch {
         s.docs_absent = 0;
         s.postings_visited = 0;
         s.candidates = 0;
+        s.pruned = 0;
         s.probes_cut = 0;
         s.keys_cut = 0;
         s.postings_skipped = 0;
@@ -92,12 +99,13 @@ impl Scratch {
 
     pub fn new(doc_ids: u32) -> Self {
         Scratch {
-            seen: vec![0u64; (doc_ids as usize).div_ceil(64)],
+            hits: vec![0u16; doc_ids as usize],
             touched: Vec::new(),
             order: Vec::new(),
             other: Vec::new(),
             postings_visited: 0,
             candidates: 0,
+            pruned: 0,
             probes_cut: 0,
             keys_cut: 0,
             postings_skipped: 0,
@@ -268,39 +276,69 @@ impl<'v> Matcher<'v> {
         }
         let n = x.len();
 
-        // Union of their posting lists, deduplicated with a bitset.
+        // Union of their posting lists, counting for each document how many of the probes
+        // it holds.
         let Scratch {
-            seen,
+            hits,
             touched,
             order,
             ..
         } = scratch;
-        if seen.len() * 64 < self.view.doc_ids() as usize {
-            seen.resize((self.view.doc_ids() as usize).div_ceil(64), 0);
+        if hits.len() < self.view.doc_ids() as usize {
+            hits.resize(self.view.doc_ids() as usize, 0);
         }
         touched.clear();
         let mut visited = 0u64;
+        let mut walked = Ok(());
         for &(_, key) in order.iter() {
-            self.view.for_each_posting(key, |d| {
+            walked = self.view.for_each_posting(key, |d| {
                 visited += 1;
-                let (w, b) = ((d >> 6) as usize, 1u64 << (d & 63));
-                if seen[w] & b == 0 && accept(d) {
-                    seen[w] |= b;
+                let h = &mut hits[d as usize];
+                if *h == 0 {
+                    if !accept(d) {
+                        return;
+                    }
                     touched.push(d);
                 }
-            })?;
+                *h = h.saturating_add(1);
+            });
+            if walked.is_err() {
+                break;
+            }
         }
         scratch.postings_visited += visited;
 
-        // Verify each candidate exactly.
+        // Keep the candidates whose sizes and probe hits allow the threshold, resetting every
+        // count (also after an error: the scratch is reused): a candidate B holding h of the
+        // probed keys shares at most h + (features of x not probed) with x, and `may_reach`
+        // asks whether even that much would reach the threshold at B's size. No feature list
+        // is read for that.
+        let unprobed = n.saturating_sub(scratch.order.len()) as u64;
         let (lo, hi) = self.sample.size_bounds(self.threshold, n);
+        let mut kept = 0;
         for i in 0..scratch.touched.len() {
             let d = scratch.touched[i];
-            scratch.seen[(d >> 6) as usize] &= !(1u64 << (d & 63));
+            let h = std::mem::take(&mut scratch.hits[d as usize]);
             let m = self.view.size(d) as usize;
             if m < lo || m > hi {
                 continue;
             }
+            if !self
+                .sample
+                .may_reach(self.threshold, n, m, h as u64 + unprobed)
+            {
+                scratch.pruned += 1;
+                continue;
+            }
+            scratch.touched[kept] = d;
+            kept += 1;
+        }
+        scratch.touched.truncate(kept);
+        walked?;
+
+        // Verify each remaining candidate exactly.
+        for i in 0..scratch.touched.len() {
+            let d = scratch.touched[i];
             scratch.candidates += 1;
             if !self.view.features_into(d, &mut scratch.other)? {
                 continue;

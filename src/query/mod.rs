@@ -80,6 +80,23 @@ pub struct CheckHint {
     pub docs: Vec<u32>,
 }
 
+thread_local! {
+    /// The query path's matcher buffers, one set per thread: a served query would otherwise
+    /// allocate (and zero) a per-document-id array for every request.
+    static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's query scratch (sized for `doc_ids` document ids), or with a
+/// fresh one when it is in use further up the stack.
+fn with_scratch<R>(doc_ids: u32, f: impl FnOnce(&mut Scratch) -> R) -> R {
+    let taken = SCRATCH.with(|s| s.borrow_mut().take());
+    let mut scratch = taken.unwrap_or_else(|| Scratch::new(doc_ids));
+    let r = f(&mut scratch);
+    Scratch::counters_only(&mut scratch); // the counters start at 0 for the next query
+    SCRATCH.with(|s| *s.borrow_mut() = Some(scratch));
+    r
+}
+
 impl Index {
     /// Canonicalizes and fingerprints one document for [`Index::query_prepared`] (and then
     /// an add); an unusable document is an error naming `key`.
@@ -143,9 +160,10 @@ impl Index {
             Some(n) => Some(n),
         };
         let matcher = Matcher::new(view, fp_opts.sample, opts.threshold).with_max_df(max_df);
-        let mut scratch = Scratch::new(view.doc_ids());
         let mut found = Vec::new();
-        matcher.search(&fp.features, |_| true, &mut scratch, &mut found)?;
+        with_scratch(view.doc_ids(), |scratch| {
+            matcher.search(&fp.features, |_| true, scratch, &mut found)
+        })?;
         p.hint = match hint_below {
             Some(t)
                 if max_df.is_none()
