@@ -116,6 +116,23 @@ impl SegmentBuilder {
         )
     }
 
+    /// [`SegmentBuilder::create`] writing format `version` whatever `NDD_SEGMENT_FORMAT` says
+    /// (tests of a given format).
+    #[doc(hidden)]
+    pub fn create_version(
+        dir: impl AsRef<Path>,
+        name: &str,
+        version: u32,
+    ) -> Result<SegmentBuilder> {
+        let w = SegmentWriter::create_version(
+            dir.as_ref(),
+            name,
+            segment::DEFAULT_BLOCK_TARGET,
+            version,
+        )?;
+        Self::over(w, dir.as_ref(), name)
+    }
+
     /// [`SegmentBuilder::create`] for a private temporary segment (a snapshot's delta, an
     /// add's matching segment): the same bytes, without the fsyncs of a published segment.
     pub fn temporary(dir: impl AsRef<Path>, name: &str) -> Result<SegmentBuilder> {
@@ -491,7 +508,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (docs, pairs) = corpus();
         for (name, mem) in [("mem", 1u64 << 20), ("spill", 64)] {
-            let b = SegmentBuilder::create(dir.path(), name).unwrap();
+            let b = SegmentBuilder::create_version(dir.path(), name, 3).unwrap();
             let mut b = b.with_sort(SortOptions::new(mem, dir.path().join("tmp")));
             assert!(b.ranked_forward() && b.format_version() == 3);
             for (d, f) in &docs {
@@ -519,7 +536,7 @@ mod tests {
     #[test]
     fn ranked_forward_refuses_postings_that_disagree() {
         let dir = tempfile::tempdir().unwrap();
-        let mut b = SegmentBuilder::create(dir.path(), "short").unwrap();
+        let mut b = SegmentBuilder::create_version(dir.path(), "short", 3).unwrap();
         b.forward(1, &[5, 9]).unwrap();
         b.begin_postings().unwrap();
         b.posting_list(5, &[1]).unwrap();
@@ -528,14 +545,14 @@ mod tests {
         drop(b);
         assert!(!dir.path().join("short").exists());
 
-        let mut b = SegmentBuilder::create(dir.path(), "extra").unwrap();
+        let mut b = SegmentBuilder::create_version(dir.path(), "extra", 3).unwrap();
         b.forward(1, &[5]).unwrap();
         b.begin_postings().unwrap();
         b.posting_list(5, &[1, 3]).unwrap();
         let e = b.end_postings().unwrap_err().to_string();
         assert!(e.contains("doc 3 that has no FORWARD entry"), "{e}");
 
-        let mut b = SegmentBuilder::create(dir.path(), "order").unwrap();
+        let mut b = SegmentBuilder::create_version(dir.path(), "order", 3).unwrap();
         b.forward(4, &[]).unwrap();
         assert!(b.forward(4, &[]).is_err());
         assert!(b.forward_encoded(5, &[]).is_err());

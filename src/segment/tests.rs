@@ -203,7 +203,7 @@ fn empty_segment_and_huge_value() {
 #[test]
 fn writer_rejects_misuse_without_poisoning() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = SegmentWriter::create(dir.path(), "s").unwrap();
+    let mut w = SegmentWriter::create_version(dir.path(), "s", DEFAULT_BLOCK_TARGET, 3).unwrap();
     assert!(w.add(1, b"x").is_err(), "add outside a table");
     assert!(w.end_table().is_err());
     w.begin_table(POSTINGS).unwrap();

@@ -129,9 +129,16 @@ pub struct SegmentWriter {
     postings_flushed: u64,
 }
 
-/// Environment variable that makes `SegmentWriter::create` write format version 1 (testing and
-/// before/after benchmarks only: the compatibility tests build version-1 indexes with it).
+/// Environment variable that chooses the format version `SegmentWriter::create` writes: `3`
+/// opts in to the half-size index (FORWARD lists as ranks, format-spec/segment.md), `1` and `2`
+/// are for compatibility tests and before/after benchmarks. Unset: [`DEFAULT_WRITE_VERSION`].
 pub const FORMAT_ENV: &str = "NDD_SEGMENT_FORMAT";
+
+/// Format version written when `NDD_SEGMENT_FORMAT` is unset: 2. Version 3 is half the size
+/// but costs 2-4x the CPU wherever FORWARD lists are decoded for exact verification (ingest's
+/// matching, `pairs`, queries; BENCHMARKS "segment format 3"), so it is opt-in until the
+/// matcher verifies by ranks.
+pub const DEFAULT_WRITE_VERSION: u32 = 2;
 
 impl SegmentWriter {
     /// Starts `<dir>/<name>.tmp` with the default block target (32 KiB).
@@ -149,7 +156,8 @@ impl SegmentWriter {
         let version = match std::env::var(FORMAT_ENV).ok().as_deref() {
             Some("1") => 1,
             Some("2") => 2,
-            _ => FORMAT_VERSION,
+            Some("3") => 3,
+            _ => DEFAULT_WRITE_VERSION,
         };
         Self::create_version(dir, name, block_target, version)
     }

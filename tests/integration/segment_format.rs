@@ -1,5 +1,5 @@
 //! Segment format versions (format-spec/segment.md): an index whose three batches were
-//! written in formats 1, 2 and 3 (`NDD_SEGMENT_FORMAT=1|2`, the old writer paths; 3 is the
+//! written in formats 1, 2 and 3 (`NDD_SEGMENT_FORMAT=1|2|3`; 2 is the
 //! default) answers exactly like all-version-1, all-version-2 and all-version-3 indexes on the
 //! llvm corpus; it verifies; `compact --full` rewrites it into one version-3 segment (and,
 //! with `NDD_SEGMENT_FORMAT=2`, an all-3 index into one version-2 segment: ranks decoded back
@@ -38,13 +38,9 @@ fn ingest_version(idx: &TestIndex, dir: &Path, name: &str, version: u32) {
     );
 }
 
-/// Makes `c` write segments of format `version` (3: the default).
+/// Makes `c` write segments of format `version` (2 is the default, 3 is opt-in).
 fn with_version(c: &mut std::process::Command, version: u32) {
-    if version < 3 {
-        c.env("NDD_SEGMENT_FORMAT", version.to_string());
-    } else {
-        c.env_remove("NDD_SEGMENT_FORMAT");
-    }
+    c.env("NDD_SEGMENT_FORMAT", version.to_string());
 }
 
 #[test]
@@ -108,7 +104,14 @@ fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_3() {
     );
     assert!(stats(&ranked, "segments_total") < s2);
 
-    mixed.compact(&["--full"]);
+    let mut c = mixed.cmd(&["compact", "--full"]);
+    with_version(&mut c, 3);
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(segment_versions(&mixed), vec![3]);
     assert_eq!(mixed.pairs("0.8"), want);
     assert_eq!(q(&mixed), q(&old));
