@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::options::methods::MethodOptions;
 use crate::segment::{self, Segment};
 use crate::sort::KeyDoc;
@@ -94,14 +94,27 @@ pub fn map(
     if docs.is_empty() {
         return Ok(None);
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("ndd-delta-")
-        .tempdir()
-        .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-    let mut entry = write_temp(tmp.path(), "delta.ndds", docs, methods)?;
-    entry.id = id;
-    let seg = Segment::open(tmp.path().join("delta.ndds"))?;
-    Ok(Some((entry, seg)))
+    // A file of its own directly in the temporary directory (no folder per piece: a mkdir
+    // and rmdir per merge of the delta's pieces showed in the server's profile), named by
+    // process and a counter, removed as soon as it is mapped.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = std::env::temp_dir();
+    let name = loop {
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("ndd-delta-{}-{seq}.ndds", std::process::id());
+        let taken = |n: &str| dir.join(n).exists();
+        if !taken(&name) && !taken(&format!("{name}.tmp")) {
+            break name;
+        }
+    };
+    let path = dir.join(&name);
+    let written = write_temp(&dir, &name, docs, methods);
+    let opened = written.and_then(|mut entry| {
+        entry.id = id;
+        Ok((entry, Segment::open(&path)?))
+    });
+    let _ = std::fs::remove_file(&path);
+    Ok(Some(opened?))
 }
 
 /// Writes `docs` as the private temporary segment `<dir>/<name>` (the folder is the
