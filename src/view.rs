@@ -238,25 +238,31 @@ pub struct View {
     pub frequent: FrequentKeys,
 }
 
+/// Opens a segment the manifest lists, checking its length against the manifest's.
+fn open_listed(dir: &Path, entry: &SegmentEntry) -> Result<Segment> {
+    let path = dir.join(SEGMENTS_DIR).join(&entry.file);
+    let seg = Segment::open(&path)?;
+    if seg.len_bytes() != entry.bytes {
+        return Err(Error::corrupt(
+            &path,
+            0,
+            format!(
+                "file is {} bytes, the manifest says {}",
+                seg.len_bytes(),
+                entry.bytes
+            ),
+        ));
+    }
+    Ok(seg)
+}
+
 impl View {
     /// Loads the snapshot described by the catalog's current manifest.
     pub fn load(dir: &Path, catalog: &Catalog, _options: &IndexOptions) -> Result<View> {
         let manifest = catalog.manifest()?;
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for entry in manifest.segments {
-            let path = dir.join(SEGMENTS_DIR).join(&entry.file);
-            let seg = Segment::open(&path)?;
-            if seg.len_bytes() != entry.bytes {
-                return Err(Error::corrupt(
-                    &path,
-                    0,
-                    format!(
-                        "file is {} bytes, the manifest says {}",
-                        seg.len_bytes(),
-                        entry.bytes
-                    ),
-                ));
-            }
+            let seg = open_listed(dir, &entry)?;
             segments.push(LiveSegment {
                 entry,
                 seg: Arc::new(seg),
@@ -398,19 +404,7 @@ impl View {
             let live = match old {
                 Some(s) => s.share(),
                 None if new.is_some_and(|n| n == entry) => {
-                    let path = dir.join(SEGMENTS_DIR).join(&entry.file);
-                    let seg = Segment::open(&path)?;
-                    if seg.len_bytes() != entry.bytes {
-                        return Err(Error::corrupt(
-                            &path,
-                            0,
-                            format!(
-                                "file is {} bytes, the manifest says {}",
-                                seg.len_bytes(),
-                                entry.bytes
-                            ),
-                        ));
-                    }
+                    let seg = open_listed(dir, entry)?;
                     frequent.add(&seg)?;
                     LiveSegment {
                         entry: entry.clone(),

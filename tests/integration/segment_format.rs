@@ -43,6 +43,18 @@ fn with_version(c: &mut std::process::Command, version: u32) {
     c.env("NDD_SEGMENT_FORMAT", version.to_string());
 }
 
+/// `compact --full`, writing format `version`.
+fn compact_full_to(idx: &TestIndex, version: u32) {
+    let mut c = idx.cmd(&["compact", "--full"]);
+    with_version(&mut c, version);
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_3() {
     let Some(corpus) = corpus_dir() else {
@@ -104,28 +116,14 @@ fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_3() {
     );
     assert!(stats(&ranked, "segments_total") < s2);
 
-    let mut c = mixed.cmd(&["compact", "--full"]);
-    with_version(&mut c, 3);
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compact_full_to(&mixed, 3);
     assert_eq!(segment_versions(&mixed), vec![3]);
     assert_eq!(mixed.pairs("0.8"), want);
     assert_eq!(q(&mixed), q(&old));
     mixed.verify();
 
     // Back to version 2 from version-3 inputs: FORWARD ranks are decoded to hashes.
-    let mut c = ranked.cmd(&["compact", "--full"]);
-    with_version(&mut c, 2);
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compact_full_to(&ranked, 2);
     assert_eq!(segment_versions(&ranked), vec![2]);
     assert_eq!(ranked.pairs("0.8"), want);
     assert_eq!(q(&ranked), q(&old));
