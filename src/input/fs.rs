@@ -181,14 +181,7 @@ fn read_doc(
         .or_else(|| name.strip_suffix(".GZ"))
         .unwrap_or(name);
     let format = format.unwrap_or_else(|| sniff_format(Some(inner), &bytes));
-    InputItem::Doc(RawDoc {
-        key,
-        url: None,
-        bytes,
-        format,
-        charset: None,
-        origin,
-    })
+    InputItem::Doc(RawDoc::bare(key, bytes, format, origin))
 }
 
 /// Lists the regular files under `dir` (recursively), sorted bytewise by their path relative to

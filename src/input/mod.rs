@@ -65,6 +65,21 @@ pub struct RawDoc {
     pub origin: String,
 }
 
+impl RawDoc {
+    /// A document its container says nothing more about (no URL, no declared charset): a file
+    /// or an in-memory document.
+    pub fn bare(key: String, bytes: Vec<u8>, format: DocFormat, origin: String) -> RawDoc {
+        RawDoc {
+            key,
+            url: None,
+            bytes,
+            format,
+            charset: None,
+            origin,
+        }
+    }
+}
+
 /// An item of the input stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum InputItem {
@@ -168,14 +183,7 @@ pub fn memory_item(
         return InputItem::bad(key, origin, reason);
     }
     let format = format.unwrap_or_else(|| crate::canonicalize::sniff_format(Some(&key), &bytes));
-    InputItem::Doc(RawDoc {
-        key,
-        url: None,
-        bytes,
-        format,
-        charset: None,
-        origin,
-    })
+    InputItem::Doc(RawDoc::bare(key, bytes, format, origin))
 }
 
 /// The origin named in messages about the `i`-th in-memory document of a source.

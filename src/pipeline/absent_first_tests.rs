@@ -27,6 +27,18 @@ fn old_word(d: u32, i: u32) -> String {
     }
 }
 
+/// Page `d` of 122 words from `word`, with every word at `i % 60 == at` replaced by a word of
+/// its own (`{tag}{d}x{i}`): an edit of about 3 % of the words.
+fn edited(d: u32, at: u32, tag: &str, word: impl Fn(u32) -> String) -> String {
+    html((0..122).map(|i| {
+        if i % 60 == at {
+            format!("{tag}{d}x{i}")
+        } else {
+            word(i)
+        }
+    }))
+}
+
 fn html(words: impl Iterator<Item = String>) -> String {
     let w: Vec<String> = words.collect();
     format!("<html><body><p>{}</p></body></html>", w.join(" "))
@@ -87,26 +99,14 @@ fn absent_first_finds_the_same_pairs_and_reads_fewer_old_blocks() {
         // (0..60), deleted originals (60..70) and deleted near copies (70..80).
         put(
             format!("d{d:02}.html"),
-            html((0..122).map(|i| {
-                if i % 60 == 3 {
-                    format!("edit{d}x{i}")
-                } else {
-                    old_word(d, i)
-                }
-            })),
+            edited(d, 3, "edit", |i| old_word(d, i)),
         );
     }
     for d in 100..130u32 {
         // Near copies of old pages under new keys.
         put(
             format!("n{d}.html"),
-            html((0..122).map(|i| {
-                if i % 60 == 9 {
-                    format!("near{d}x{i}")
-                } else {
-                    old_word(d, i)
-                }
-            })),
+            edited(d, 9, "near", |i| old_word(d, i)),
         );
     }
     let fresh = |d: u32, i: u32| match i {
@@ -121,13 +121,11 @@ fn absent_first_finds_the_same_pairs_and_reads_fewer_old_blocks() {
         let src = if d >= 150 { d - 50 } else { d };
         put(
             format!("p{d:03}.html"),
-            html((0..122).map(|i| {
-                if d >= 150 && i % 60 == 5 {
-                    format!("dup{d}x{i}")
-                } else {
-                    fresh(src, i)
-                }
-            })),
+            if d >= 150 {
+                edited(d, 5, "dup", |i| fresh(src, i))
+            } else {
+                html((0..122).map(|i| fresh(src, i)))
+            },
         );
     }
     let lo = ix.view().doc_ids();

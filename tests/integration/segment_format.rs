@@ -28,26 +28,26 @@ fn segment_versions(idx: &TestIndex) -> Vec<u32> {
 
 /// Ingests `dir` as batch `name`, writing segments of format `version`.
 fn ingest_version(idx: &TestIndex, dir: &Path, name: &str, version: u32) {
-    let mut c = idx.cmd(&["ingest", "--quiet", "--batch", name, dir.to_str().unwrap()]);
-    with_version(&mut c, version);
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_version(
+        idx,
+        &["ingest", "--quiet", "--batch", name, dir.to_str().unwrap()],
+        version,
     );
-}
-
-/// Makes `c` write segments of format `version` (2 is the default, 3 is opt-in).
-fn with_version(c: &mut std::process::Command, version: u32) {
-    c.env("NDD_SEGMENT_FORMAT", version.to_string());
 }
 
 /// `compact --full`, writing format `version`.
 fn compact_full_to(idx: &TestIndex, version: u32) {
-    let mut c = idx.cmd(&["compact", "--full"]);
-    with_version(&mut c, version);
-    let out = c.output().unwrap();
+    run_version(idx, &["compact", "--full"], version);
+}
+
+/// Runs the CLI with `args` on `idx`, writing segments of format `version` (2 is the default,
+/// 3 is opt-in), and asserts it succeeded.
+fn run_version(idx: &TestIndex, args: &[&str], version: u32) {
+    let out = idx
+        .cmd(args)
+        .env("NDD_SEGMENT_FORMAT", version.to_string())
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
