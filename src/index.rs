@@ -66,6 +66,59 @@ impl Index {
         })
     }
 
+    /// [`Index::open`] for a reader that already holds `prev`, a read handle on an earlier
+    /// state of the same directory (a server reopening after another process wrote the
+    /// catalog): the catalog is opened afresh, and its view is `prev`'s own (shared, nothing
+    /// read) when it shows the same published state ([`View::shows`]: another process's
+    /// writes staged for a batch it has not published yet change nothing), else derived from
+    /// `prev`'s with [`View::load_since`] (new segments mapped, only the records published
+    /// since read) instead of reading every document record. Also returns the segments
+    /// mapped anew (for a caller that wants to check their blocks before using the handle).
+    pub fn open_since(prev: &Index) -> Result<(Index, Vec<Arc<crate::segment::Segment>>)> {
+        let mut attempt = 0;
+        loop {
+            match Index::try_open_since(prev) {
+                // A compaction published a new manifest and unlinked a segment between our
+                // read of the manifest and the open of the file (as in `open`): a newer
+                // catalog has what we need.
+                Err(Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && attempt < 3 =>
+                {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn try_open_since(prev: &Index) -> Result<(Index, Vec<Arc<crate::segment::Segment>>)> {
+        let dir = prev.dir.clone();
+        if !dir.join(CATALOG_DIR).join("CURRENT").exists() {
+            return Err(Error::NotAnIndex { path: dir });
+        }
+        let catalog = Catalog::open(&dir.join(CATALOG_DIR), Access::ReadOnly)?;
+        let options: IndexOptions = catalog
+            .meta_json(META_OPTIONS)?
+            .ok_or_else(|| Error::NotAnIndex { path: dir.clone() })?;
+        let manifest = catalog.manifest()?;
+        let (view, opened) = if prev.view.shows(&catalog, &manifest)? {
+            (Arc::clone(&prev.view), Vec::new())
+        } else {
+            let (v, o) = View::load_since(&prev.view, &dir, &catalog, &options)?;
+            (Arc::new(v), o)
+        };
+        Ok((
+            Index {
+                dir,
+                catalog: Arc::new(catalog),
+                options,
+                view,
+                lock: None,
+            },
+            opened,
+        ))
+    }
+
     /// Opens the index for writing, creating it (with `create`'s options) when absent.
     /// Fails with [`Error::Locked`] when another writer holds the index, and with
     /// [`Error::OptionConflict`] when `create` disagrees with the stored options.

@@ -296,6 +296,106 @@ impl View {
         })
     }
 
+    /// The snapshot [`View::load`] would read from `catalog`, derived from `prev` (a view of
+    /// an earlier state of the same index, e.g. a server's snapshot before another process
+    /// published): segments both list are shared (not mapped again), the delta is shared
+    /// when it holds the same documents, and only the document records published since
+    /// `prev` are read (records never change once published, and ids below `meta/next_doc`
+    /// are never removed). Tombstones are read afresh. Frequent keys are `prev`'s with the
+    /// removed segments taken out and the new ones added (exact sums). Falls back to a full
+    /// [`View::load`] when the catalog has fewer ids than `prev` (not an earlier state).
+    /// Returns the view and the segments it opened (not in `prev`).
+    pub fn load_since(
+        prev: &View,
+        dir: &Path,
+        catalog: &Catalog,
+        options: &IndexOptions,
+    ) -> Result<(View, Vec<Arc<Segment>>)> {
+        let manifest = catalog.manifest()?;
+        let next = catalog.next_doc()?;
+        if next < prev.doc_ids() {
+            let v = View::load(dir, catalog, options)?;
+            let opened = v.segments.iter().map(|s| Arc::clone(&s.seg)).collect();
+            return Ok((v, opened));
+        }
+        let mut frequent = prev.frequent.clone();
+        let mut opened = Vec::new();
+        let mut segments = Vec::with_capacity(manifest.segments.len() + 1);
+        for entry in manifest.segments {
+            let old = prev
+                .segments
+                .iter()
+                .find(|s| s.entry.id != DELTA_SEGMENT_ID && s.entry == entry);
+            let live = match old {
+                Some(s) => s.share(),
+                None => {
+                    let seg = Arc::new(open_listed(dir, &entry)?);
+                    frequent.add(&seg)?;
+                    opened.push(Arc::clone(&seg));
+                    LiveSegment { entry, seg }
+                }
+            };
+            segments.push(live);
+        }
+        for s in &prev.segments {
+            if s.entry.id != DELTA_SEGMENT_ID
+                && !segments
+                    .iter()
+                    .any(|n| Arc::ptr_eq(&n.seg, &s.seg) && n.entry == s.entry)
+            {
+                frequent.sub(&s.seg)?;
+            }
+        }
+        // The delta: shared when the catalog's delta is exactly the documents of prev's.
+        let delta = catalog.delta_docs()?;
+        let prev_delta: Vec<&LiveSegment> = prev
+            .segments
+            .iter()
+            .filter(|s| s.entry.id == DELTA_SEGMENT_ID)
+            .collect();
+        let features: u64 = delta.iter().map(|(_, d)| d.features.len() as u64).sum();
+        let same_delta = prev.delta_size() == (delta.len() as u64, features)
+            && delta.iter().all(|(d, _)| {
+                prev_delta
+                    .iter()
+                    .any(|s| s.entry.doc_lo <= *d && *d < s.entry.doc_hi)
+            });
+        if same_delta {
+            segments.extend(prev_delta.iter().map(|s| s.share()));
+        } else {
+            for s in &prev_delta {
+                frequent.sub(&s.seg)?;
+            }
+            if let Some(d) = delta_segment_of(catalog, options, &delta)? {
+                frequent.add(&d.seg)?;
+                segments.push(d);
+            }
+        }
+        let from = prev.doc_ids();
+        let mut new_sizes = vec![0u32; (next - from) as usize];
+        for item in catalog.iter_docs_from(from) {
+            let (doc, rec) = item?;
+            if let Some(s) = doc
+                .checked_sub(from)
+                .and_then(|i| new_sizes.get_mut(i as usize))
+            {
+                *s = rec.features;
+            }
+        }
+        let mut sizes = prev.sizes.clone();
+        sizes.extend_from_slice(&new_sizes);
+        Ok((
+            View {
+                by_doc: doc_ranges(&segments),
+                segments,
+                tombstones: catalog.tombstones()?,
+                sizes,
+                frequent,
+            },
+            opened,
+        ))
+    }
+
     /// This view plus one more (not yet published) segment holding documents
     /// `entry.doc_lo..entry.doc_hi` with the given feature counts, and extra tombstones.
     /// Ingest matches a batch against this before publishing it.

@@ -77,6 +77,10 @@ pub struct IngestArgs {
     /// No progress bar and no per-document errors on stderr.
     #[arg(long, short)]
     quiet: bool,
+    /// Batch work that yields to a server on the same machine: run at nice 19 and IO class
+    /// idle (best-effort 7 where idle is refused), every thread of the process.
+    #[arg(long)]
+    background: bool,
 }
 
 /// Creation options of the methods (src/method/): what is stored for them.
@@ -133,6 +137,13 @@ struct MethodCreateArgs {
 }
 
 pub fn run(a: IngestArgs) -> Result<(), Error> {
+    if a.background {
+        // Before any worker thread starts (they inherit it).
+        let p = ndd_index::ops::background::run_in_background()?;
+        if !a.quiet {
+            eprintln!("ndd-index ingest: running in the background ({p})");
+        }
+    }
     let m = a.methods;
     let create = CreateSpec {
         shingle_words: a.shingle_words,

@@ -65,9 +65,16 @@ pub struct CompactArgs {
     /// Merge every segment into one (dropping all deleted documents).
     #[arg(long)]
     full: bool,
+    /// Yield to a server on the same machine: nice 19 and IO class idle (as `ingest
+    /// --background`).
+    #[arg(long)]
+    background: bool,
 }
 
 pub fn compact(a: CompactArgs) -> Result<(), Error> {
+    if a.background {
+        ndd_index::ops::background::run_in_background()?;
+    }
     let mut index = Index::open_writer(&a.ix.index, &CreateOptions::default())?;
     let s = index.compact(a.full, &MergePolicy::default())?;
     let mut out = io::stdout().lock();

@@ -13,6 +13,7 @@
 //! | [`Index::document`], [`Index::cluster_members`] | catalog facts by key / cluster |
 //! | [`Index::compact_after_ingest`] | the policy merge after a batch      |
 
+pub mod background;
 mod clusters;
 mod create;
 mod docs;

@@ -296,8 +296,21 @@ async fn watch_catalog(st: Arc<AppState>, mut stop: tokio::sync::watch::Receiver
                 // Our own writes: the writer installs its snapshots itself.
                 return Some(now);
             }
-            match Index::open(&dir2) {
-                Ok(ix) => {
+            // Derived from the current snapshot: its segments stay mapped (and checked), and
+            // only what was published since is read; staged writes of a batch not yet
+            // published leave the view as it is.
+            let current = st2.snapshots.get();
+            let opened = Index::open_since(&current);
+            st2.snapshots.put_back(current);
+            match opened {
+                Ok((ix, new_segments)) => {
+                    // Check (and fault in) the new segments' blocks before any query uses
+                    // them, in file order, here rather than on the queries' first use.
+                    for seg in &new_segments {
+                        if let Err(e) = seg.check_all_blocks(&|| false) {
+                            eprintln!("ndd-index serve: checking a new segment: {e}");
+                        }
+                    }
                     st2.snapshots.set(Arc::new(ix));
                     st2.metrics.snapshots.fetch_add(1, Relaxed);
                     st2.metrics.external_reloads.fetch_add(1, Relaxed);
@@ -693,12 +706,20 @@ async fn run_query(
 ) -> std::result::Result<QueryResult, ApiError> {
     let snap = st.snapshots.get();
     if body.len() <= 256 << 10 {
-        return Ok(snap.query(&name, &body, &req)?);
+        let r = snap.query(&name, &body, &req);
+        // A snapshot replaced meanwhile is released on the release thread, not here.
+        st.snapshots.put_back(snap);
+        return Ok(r?);
     }
-    tokio::task::spawn_blocking(move || snap.query(&name, &body, &req))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(ApiError::from)
+    let snaps = Arc::clone(&st.snapshots);
+    tokio::task::spawn_blocking(move || {
+        let r = snap.query(&name, &body, &req);
+        snaps.put_back(snap);
+        r
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+    .map_err(ApiError::from)
 }
 
 /// [`run_query`] for a check-and-insert: the answer and the page prepared for the writer.
@@ -710,12 +731,20 @@ async fn run_check(
 ) -> std::result::Result<(QueryResult, Option<PreparedDoc>), ApiError> {
     let snap = st.snapshots.get();
     if body.len() <= 256 << 10 {
-        return Ok(snap.query_to_insert(&key, &body, &req)?);
+        let r = snap.query_to_insert(&key, &body, &req);
+        // A snapshot replaced meanwhile is released on the release thread, not here.
+        st.snapshots.put_back(snap);
+        return Ok(r?);
     }
-    tokio::task::spawn_blocking(move || snap.query_to_insert(&key, &body, &req))
-        .await
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-        .map_err(ApiError::from)
+    let snaps = Arc::clone(&st.snapshots);
+    tokio::task::spawn_blocking(move || {
+        let r = snap.query_to_insert(&key, &body, &req);
+        snaps.put_back(snap);
+        r
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+    .map_err(ApiError::from)
 }
 
 async fn query(State(st): St, RawQuery(raw): RawQuery, headers: HeaderMap, body: Body) -> Response {

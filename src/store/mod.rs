@@ -308,9 +308,22 @@ impl Catalog {
     /// Staged records of a batch not yet published (ids at or above `meta/next_doc`) are not
     /// listed.
     pub fn iter_docs(&self) -> impl Iterator<Item = Result<(u32, DocRecord)>> + '_ {
+        self.iter_docs_from(0)
+    }
+
+    /// [`Catalog::iter_docs`] from doc id `start` on (a reader that already holds the sizes
+    /// of the ids below it reads only the records published since).
+    pub fn iter_docs_from(
+        &self,
+        start: u32,
+    ) -> impl Iterator<Item = Result<(u32, DocRecord)>> + '_ {
         let published = self.published();
+        let from = doc_key(start);
         self.db
-            .iterator_cf(self.cf(CF_DOCS), IteratorMode::Start)
+            .iterator_cf(
+                self.cf(CF_DOCS),
+                IteratorMode::From(&from, rocksdb::Direction::Forward),
+            )
             .map(move |item| {
                 let (k, v) = item.map_err(|e| db_err(&self.path, e))?;
                 let doc = parse_doc_key(&k)?;
