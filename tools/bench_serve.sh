@@ -19,19 +19,21 @@
 # Runs (8 clients each, bounded by SECS seconds and a request budget):
 #   1. query, own pages, threshold 0.5, top 10
 #   2. query, ~100 KB pages
-#   3. query while another process runs `ndd-index ingest` of a NIGHTLY_DOCS batch (from 3 s
-#      into the run until the ingest ends)
+#   3. query while another process runs `ndd-index ingest --background` of a NIGHTLY_DOCS
+#      batch (from 3 s into the run until the ingest ends; NIGHTLY_FLAGS= runs it at normal
+#      priority)
 #   4. check-and-insert, one page per request
 #   5. check-and-insert, 50 pages per request (`/v1/documents:batch`)
 # The server is stopped (SIGTERM) at the end and on any exit. Prints a JSON line per run and a
 # markdown table; every run records `uptime` before and after, and the server's CPU seconds.
 # Env: DOCS=1000000 PARTS=4 MEM=512MiB PORT=7911 SECS=30 CLIENTS=8 THREADS=2 NIGHTLY_DOCS=20000
 #      QUERY_MB=100 BIG_DOCS=200 ONLY_BUILD=1 (build the index and inputs, run nothing)
+#      NIGHTLY_FLAGS=--background (extra flags of the nightly ingest)
 set -euo pipefail
 BIN=$(cd "$1" && pwd); W=$2
 DOCS=${DOCS:-1000000}; PARTS=${PARTS:-4}; MEM=${MEM:-512MiB}; PORT=${PORT:-7911}
 SECS=${SECS:-30}; CLIENTS=${CLIENTS:-8}; THREADS=${THREADS:-2}
-NIGHTLY_DOCS=${NIGHTLY_DOCS:-20000}; QUERY_MB=${QUERY_MB:-100}; BIG_DOCS=${BIG_DOCS:-200}
+NIGHTLY_DOCS=${NIGHTLY_DOCS:-20000}; NIGHTLY_FLAGS=${NIGHTLY_FLAGS---background}; QUERY_MB=${QUERY_MB:-100}; BIG_DOCS=${BIG_DOCS:-200}
 mkdir -p "$W"; W=$(cd "$W" && pwd)
 IX=$W/ix
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
@@ -116,8 +118,8 @@ Q='threshold=0.5&top=10'
 run query --mode query --docs "$W/query.warc" --query-args "$Q" --requests 1000000
 run query-100k --mode query --docs "$W/big" --query-args "$Q" --requests 1000000
 # The nightly ingest in another process; the query run lasts until it has finished.
-( sleep 3; /usr/bin/time -v "$BIN/ndd-index" ingest --quiet --json --mem "$MEM" --index "$IX" \
-    --batch "nightly-$n" "$R/nightly/batch-01.warc" > "$R/nightly.json" 2> "$R/nightly.time"
+( sleep 3; /usr/bin/time -v "$BIN/ndd-index" ingest $NIGHTLY_FLAGS --quiet --json --mem "$MEM" \
+    --index "$IX" --batch "nightly-$n" "$R/nightly/batch-01.warc" > "$R/nightly.json" 2> "$R/nightly.time"
   date +%s.%N > "$R/nightly.done" ) &
 NIGHTLY=$!
 SECS_SAVED=$SECS; SECS=1800
