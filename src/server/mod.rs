@@ -271,8 +271,9 @@ async fn shutdown_signal() {
 }
 
 /// While this server does not hold the writer lock, another process may publish: reopen the
-/// read snapshot when RocksDB's files change. The old snapshot is released when its last
-/// query ends (its segment mappings and catalog handle go with it).
+/// read snapshot when RocksDB's files change ([`Index::open_since`]: derived from the current
+/// one). The old snapshot is released on the release thread once its last query gave it back
+/// (its catalog handle and the mappings no newer snapshot shares go with it).
 async fn watch_catalog(st: Arc<AppState>, mut stop: tokio::sync::watch::Receiver<bool>) {
     let dir = st.cfg.index.clone();
     let mut seen = CatalogWatch::read(&dir);
@@ -288,39 +289,48 @@ async fn watch_catalog(st: Arc<AppState>, mut stop: tokio::sync::watch::Receiver
         let prev = seen.clone();
         let r = tokio::task::spawn_blocking(move || -> Option<CatalogWatch> {
             let now = CatalogWatch::read(&dir2);
-            if now == prev {
-                return None;
-            }
-            let _g = st2.writer.swap.lock().unwrap_or_else(|p| p.into_inner());
-            if st2.writer.held.load(Relaxed) {
-                // Our own writes: the writer installs its snapshots itself.
+            if now == prev || st2.writer.held.load(Relaxed) {
+                // Unchanged, or our own writes: the writer installs its snapshots itself.
                 return Some(now);
             }
             // Derived from the current snapshot: its segments stay mapped (and checked), and
             // only what was published since is read; staged writes of a batch not yet
-            // published leave the view as it is.
+            // published leave the view as it is. Built without the swap lock, so a writer
+            // taking the lock meanwhile does not wait for it.
             let current = st2.snapshots.get();
-            let opened = Index::open_since(&current);
-            st2.snapshots.put_back(current);
-            match opened {
-                Ok((ix, new_segments)) => {
-                    // Check (and fault in) the new segments' blocks before any query uses
-                    // them, in file order, here rather than on the queries' first use.
-                    for seg in &new_segments {
-                        if let Err(e) = seg.check_all_blocks(&|| false) {
-                            eprintln!("ndd-index serve: checking a new segment: {e}");
-                        }
-                    }
-                    st2.snapshots.set(Arc::new(ix));
-                    st2.metrics.snapshots.fetch_add(1, Relaxed);
-                    st2.metrics.external_reloads.fetch_add(1, Relaxed);
-                    Some(now)
-                }
+            let (ix, new_segments) = match Index::open_since(&current) {
+                Ok(x) => x,
                 Err(e) => {
+                    st2.snapshots.put_back(current);
                     eprintln!("ndd-index serve: reopening after a change of the catalog: {e}");
-                    None // try again at the next tick
+                    return None; // try again at the next tick
+                }
+            };
+            // Check (and fault in) the new segments' blocks before any query uses them, in
+            // file order, here rather than on the queries' first use.
+            for seg in &new_segments {
+                if let Err(e) = seg.check_all_blocks(&|| false) {
+                    eprintln!("ndd-index serve: checking a new segment: {e}");
                 }
             }
+            let _g = st2.writer.swap.lock().unwrap_or_else(|p| p.into_inner());
+            let installed = st2.snapshots.get();
+            let unchanged = Arc::ptr_eq(&installed, &current);
+            st2.snapshots.put_back(installed);
+            let seen = if st2.writer.held.load(Relaxed) {
+                Some(now)
+            } else if !unchanged {
+                // The writer took the lock and gave it back meanwhile, installing a snapshot
+                // newer than ours: look again at the next tick.
+                None
+            } else {
+                st2.snapshots.set(Arc::new(ix));
+                st2.metrics.snapshots.fetch_add(1, Relaxed);
+                st2.metrics.external_reloads.fetch_add(1, Relaxed);
+                Some(now)
+            };
+            st2.snapshots.put_back(current);
+            seen
         })
         .await;
         if let Ok(Some(now)) = r {
