@@ -392,6 +392,21 @@ impl Segment {
             list.extend_into(out);
             return Ok(());
         }
+        if let Some(keys) = self.key_cache.get().and_then(|c| c.as_ref()) {
+            // The decoded keys: ranks decoded sequentially in place, then gathered (loads
+            // independent of each other, so many misses overlap; a prefetch runs ahead).
+            let start = out.len();
+            list.extend_into(out);
+            return gather(&keys.keys, &mut out[start..]).map_err(|r| {
+                let total = keys.keys.len();
+                let e = Error::corrupt(
+                    VALUE_PATH,
+                    0,
+                    format!("forward list: rank {r} is past the {total} POSTINGS keys"),
+                );
+                self.rebase(e, v)
+            });
+        }
         self.keys_at_ranks(list.iter(), out)
             .map_err(|e| self.rebase(e, v))
     }
@@ -682,6 +697,29 @@ impl Segment {
             other => other,
         }
     }
+}
+
+/// Replaces every rank in `ranks` by `keys[rank]`; Err(rank) for the first rank past the end
+/// (`ranks` is then partly replaced).
+fn gather(keys: &[u64], ranks: &mut [u64]) -> std::result::Result<(), u64> {
+    const AHEAD: usize = 16;
+    for i in 0..ranks.len() {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(&next) = ranks.get(i + AHEAD) {
+            if let Some(k) = keys.get(next as usize) {
+                // SAFETY: a prefetch hint of a valid reference's address; it reads nothing.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch(
+                        (k as *const u64).cast::<i8>(),
+                        std::arch::x86_64::_MM_HINT_T0,
+                    )
+                };
+            }
+        }
+        let r = ranks[i];
+        ranks[i] = *keys.get(r as usize).ok_or(r)?;
+    }
+    Ok(())
 }
 
 /// Checks a block's crc, then its structure against its index entry.
