@@ -198,6 +198,18 @@ impl<'a> BlockView<'a> {
         }
     }
 
+    /// Appends every key of a version-2 block to `out` (one sequential decode); false for a
+    /// version-1 block (nothing appended).
+    pub fn append_keys(&self, out: &mut Vec<u64>) -> bool {
+        match self {
+            BlockView::V1(_) => false,
+            BlockView::V2(v) => {
+                v.keys.decode_into(v.first_key, out);
+                true
+            }
+        }
+    }
+
     /// Index of the first entry whose key is >= `key` (`len()` if none).
     #[inline]
     pub fn lower_bound(&self, key: u64) -> usize {

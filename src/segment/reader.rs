@@ -8,7 +8,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use memmap2::Mmap;
@@ -40,6 +40,54 @@ pub struct Segment {
     /// Format 3: per POSTINGS block, where its key sequence lies, once the block has been
     /// checked for a rank lookup (so a rank costs a select, not a block parse).
     rank_blocks: OnceLock<Box<[OnceLock<KeySeq>]>>,
+    /// Format 3: ranks mapped through `rank_blocks` so far (one select each); past a sixteenth
+    /// of the POSTINGS keys, the whole key sequence is decoded into `key_cache`.
+    ranks_selected: AtomicU64,
+    /// Format 3: every POSTINGS key in rank order, decoded once (sequentially) when this
+    /// segment's FORWARD lists are read often enough to pay for it and the process-wide
+    /// budget ([`KEY_CACHE_ENV`]) allows; `None` when it does not (or a block is damaged:
+    /// the per-rank path then reports it).
+    key_cache: OnceLock<Option<KeyCache>>,
+}
+
+/// Environment variable: the process-wide budget in bytes for decoded POSTINGS key sequences
+/// of format-3 segments (8 bytes a key; default [`DEFAULT_KEY_CACHE_BYTES`]; 0 turns the cache
+/// off, so every rank is a select in its POSTINGS block).
+pub const KEY_CACHE_ENV: &str = "NDD_KEY_CACHE";
+/// Default of [`KEY_CACHE_ENV`]: 256 MiB, the keys of about 32 M POSTINGS entries.
+pub const DEFAULT_KEY_CACHE_BYTES: u64 = 256 << 20;
+
+/// Bytes of the key-cache budget not yet taken (initialised from [`KEY_CACHE_ENV`]).
+fn key_cache_budget() -> &'static AtomicU64 {
+    static BUDGET: OnceLock<AtomicU64> = OnceLock::new();
+    BUDGET.get_or_init(|| {
+        let bytes = std::env::var(KEY_CACHE_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(DEFAULT_KEY_CACHE_BYTES);
+        AtomicU64::new(bytes)
+    })
+}
+
+/// Takes `bytes` from the key-cache budget; false (nothing taken) when it has less left.
+fn take_key_cache_budget(bytes: u64) -> bool {
+    key_cache_budget()
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+            left.checked_sub(bytes)
+        })
+        .is_ok()
+}
+
+/// A format-3 segment's POSTINGS keys in rank order; gives its bytes back to the budget when
+/// the segment is dropped.
+struct KeyCache {
+    keys: Box<[u64]>,
+}
+
+impl Drop for KeyCache {
+    fn drop(&mut self) {
+        key_cache_budget().fetch_add(self.keys.len() as u64 * 8, Ordering::Relaxed);
+    }
 }
 
 /// A checked POSTINGS block's key sequence: first key, offset in the map, Elias-Fano layout.
@@ -92,6 +140,8 @@ impl Segment {
             filters: OnceLock::new(),
             ranks: OnceLock::new(),
             rank_blocks: OnceLock::new(),
+            ranks_selected: AtomicU64::new(0),
+            key_cache: OnceLock::new(),
         })
     }
 
@@ -342,6 +392,21 @@ impl Segment {
             list.extend_into(out);
             return Ok(());
         }
+        if let Some(keys) = self.key_cache.get().and_then(|c| c.as_ref()) {
+            // The decoded keys: ranks decoded sequentially in place, then gathered (loads
+            // independent of each other, so many misses overlap; a prefetch runs ahead).
+            let start = out.len();
+            list.extend_into(out);
+            return gather(&keys.keys, &mut out[start..]).map_err(|r| {
+                let total = keys.keys.len();
+                let e = Error::corrupt(
+                    VALUE_PATH,
+                    0,
+                    format!("forward list: rank {r} is past the {total} POSTINGS keys"),
+                );
+                self.rebase(e, v)
+            });
+        }
         self.keys_at_ranks(list.iter(), out)
             .map_err(|e| self.rebase(e, v))
     }
@@ -418,6 +483,16 @@ impl Segment {
             };
         };
         let total = starts[starts.len() - 1];
+        if let Some(keys) = self.cached_keys(starts, total) {
+            for r in ranks {
+                let k = keys
+                    .get(r as usize)
+                    .ok_or_else(|| bad(r, &format!("is past the {total} POSTINGS keys")))?;
+                out.push(*k);
+            }
+            return Ok(());
+        }
+        let before = out.len();
         let blocks = self
             .rank_blocks
             .get_or_init(|| (0..t.blocks.len()).map(|_| OnceLock::new()).collect());
@@ -456,7 +531,57 @@ impl Segment {
                 .ok_or_else(|| bad(r, "has no key"))?;
             out.push(first_key.wrapping_add(k));
         }
+        self.ranks_selected
+            .fetch_add((out.len() - before) as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Format 3: how many POSTINGS keys this segment holds decoded in memory (None: the ranks
+    /// are still mapped one select at a time). For tests and benchmarks.
+    pub fn cached_key_count(&self) -> Option<usize> {
+        self.key_cache.get()?.as_ref().map(|c| c.keys.len())
+    }
+
+    /// The decoded POSTINGS keys (rank order) once this segment has mapped more than a
+    /// sixteenth of its `total` keys one select at a time (so a few lookups never pay for a
+    /// whole decode) and the budget allows; None before, or when a block does not read back.
+    fn cached_keys(&self, starts: &[u64], total: u64) -> Option<&[u64]> {
+        if let Some(c) = self.key_cache.get() {
+            return c.as_ref().map(|c| &c.keys[..]);
+        }
+        if self.ranks_selected.load(Ordering::Relaxed) <= total / 16 {
+            return None;
+        }
+        let c = self
+            .key_cache
+            .get_or_init(|| self.load_key_cache(starts, total));
+        c.as_ref().map(|c| &c.keys[..])
+    }
+
+    /// One sequential pass over the POSTINGS blocks (each checked as on any first use),
+    /// decoding their keys; None without budget, or if a block is damaged or holds another
+    /// number of keys than the rank table says (the per-rank path reports those).
+    fn load_key_cache(&self, starts: &[u64], total: u64) -> Option<KeyCache> {
+        let t = self.table(super::POSTINGS)?;
+        if !take_key_cache_budget(total * 8) {
+            return None;
+        }
+        let mut keys = Vec::with_capacity(total as usize);
+        let ok = (0..t.blocks.len()).all(|bi| {
+            let before = keys.len() as u64;
+            self.block(t, bi)
+                .is_ok_and(|view| view.append_keys(&mut keys))
+                && keys.len() as u64 - before == starts[bi + 1] - starts[bi]
+        });
+        if !ok {
+            key_cache_budget().fetch_add(total * 8, Ordering::Relaxed);
+            return None;
+        }
+        // The blocks' counts add up to `total` (the rank table starts at 0 and ends there), so
+        // the cache gives back exactly what it took when it drops.
+        Some(KeyCache {
+            keys: keys.into_boxed_slice(),
+        })
     }
 
     /// POSTINGS block `bi`, checked (crc, structure) and holding `count` keys (its share of
@@ -572,6 +697,29 @@ impl Segment {
             other => other,
         }
     }
+}
+
+/// Replaces every rank in `ranks` by `keys[rank]`; Err(rank) for the first rank past the end
+/// (`ranks` is then partly replaced).
+fn gather(keys: &[u64], ranks: &mut [u64]) -> std::result::Result<(), u64> {
+    const AHEAD: usize = 16;
+    for i in 0..ranks.len() {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(&next) = ranks.get(i + AHEAD) {
+            if let Some(k) = keys.get(next as usize) {
+                // SAFETY: a prefetch hint of a valid reference's address; it reads nothing.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch(
+                        (k as *const u64).cast::<i8>(),
+                        std::arch::x86_64::_MM_HINT_T0,
+                    )
+                };
+            }
+        }
+        let r = ranks[i];
+        ranks[i] = *keys.get(r as usize).ok_or(r)?;
+    }
+    Ok(())
 }
 
 /// Checks a block's crc, then its structure against its index entry.
