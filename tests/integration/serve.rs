@@ -895,7 +895,13 @@ fn sigkill_during_concurrent_inserts_keeps_every_acknowledged_insert() {
                 }
             }));
         }
-        std::thread::sleep(Duration::from_millis(300 + 250 * (round as u64 % 4)));
+        // Kill once inserts are being acknowledged (a loaded machine may take seconds to
+        // answer the first), then a little later each round.
+        let t = Instant::now();
+        while acked.lock().unwrap().is_empty() && t.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(50 + 250 * (round as u64 % 4)));
         srv.kill();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         for c in clients {
