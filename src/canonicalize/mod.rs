@@ -18,6 +18,7 @@ mod modes_table;
 #[doc(hidden)]
 pub mod oracle;
 mod quirks;
+mod scan;
 mod stack;
 mod tables;
 mod tags;
