@@ -21,12 +21,14 @@ use super::tree::{AttrHint, TagTok, Tok, Tree};
 /// to html5gum, one construct at a time; documents with CR (whose newline normalization
 /// html5gum's reader does across calls) go through html5gum alone.
 pub(super) fn parse(html: &[u8], tree: &mut Tree) {
+    tree.dom.set_source(html);
     let mut glue = Glue {
         tree: Some(&mut *tree),
         ..Glue::default()
     };
-    if memchr::memchr(b'\r', html).is_none() {
-        super::scan::run(html, &mut glue);
+    // One pass for both bytes (NUL: `canonicalize` rejects it first, but tests may not).
+    if memchr::memchr2(0, b'\r', html).is_none() {
+        super::scan::run(html, (1 << 0) | (1 << b'\r'), &mut glue);
     } else {
         parse_full(html, &mut glue);
     }
@@ -46,6 +48,7 @@ pub(super) fn parse_full(html: &[u8], glue: &mut Glue<'_>) {
 /// Parses `html` into `tree` with html5gum alone (tests compare the fast scanner with it).
 #[cfg(test)]
 pub(super) fn parse_reference(html: &[u8], tree: &mut Tree) {
+    tree.dom.set_source(html);
     let mut glue = Glue {
         tree: Some(&mut *tree),
         ..Glue::default()

@@ -198,7 +198,7 @@ pub fn canonicalize_with(
             scratch.raw.clear();
             html::parse(&text, &mut tree);
             if extract == Extract::Main {
-                tree.main_text(&mut scratch.raw);
+                tree.main_text(&text, &mut scratch.raw);
                 words::append_words(&scratch.raw, &mut out);
                 // Nothing but boilerplate: the page's words are its whole body.
                 if out.is_empty() {
@@ -206,7 +206,7 @@ pub fn canonicalize_with(
                 }
             }
             if out.is_empty() {
-                tree.body_text(&mut scratch.raw);
+                tree.body_text(&text, &mut scratch.raw);
                 words::append_words(&scratch.raw, &mut out);
             }
             if tree.heap_bytes() + scratch.raw.capacity() <= MAX_SCRATCH_BYTES {
