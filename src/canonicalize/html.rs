@@ -20,14 +20,21 @@ use super::tree::{AttrHint, TagTok, Tok, Tree};
 /// common character references and plain start and end tags itself and hands everything else
 /// to html5gum, one construct at a time; documents with CR (whose newline normalization
 /// html5gum's reader does across calls) go through html5gum alone.
+#[cfg(test)]
 pub(super) fn parse(html: &[u8], tree: &mut Tree) {
+    parse_known(html, tree, memchr::memchr2(0, b'\r', html).is_none())
+}
+
+/// `parse` when the caller has already searched `html` for NUL and CR (one pass for both):
+/// `clean` says it contains neither.
+pub(super) fn parse_known(html: &[u8], tree: &mut Tree, clean: bool) {
+    debug_assert_eq!(clean, memchr::memchr2(0, b'\r', html).is_none());
     tree.dom.set_source(html);
     let mut glue = Glue {
         tree: Some(&mut *tree),
         ..Glue::default()
     };
-    // One pass for both bytes (NUL: `canonicalize` rejects it first, but tests may not).
-    if memchr::memchr2(0, b'\r', html).is_none() {
+    if clean {
         super::scan::run(html, (1 << 0) | (1 << b'\r'), &mut glue);
     } else {
         parse_full(html, &mut glue);

@@ -183,7 +183,9 @@ pub fn canonicalize_with(
         });
     }
     let text = charset::decode(bytes, charset_hint, format == DocFormat::Html);
-    if memchr::memchr(0, &text).is_some() {
+    // HTML without NUL and CR (most pages) takes the fast scanner: one pass answers both.
+    let clean = format == DocFormat::Html && memchr::memchr2(0, b'\r', &text).is_none();
+    if !clean && memchr::memchr(0, &text).is_some() {
         return Err(Rejection::Binary);
     }
     let mut out = Vec::with_capacity(text.len() / 2);
@@ -196,7 +198,7 @@ pub fn canonicalize_with(
                 None => tree::Tree::new(),
             };
             scratch.raw.clear();
-            html::parse(&text, &mut tree);
+            html::parse_known(&text, &mut tree, clean);
             if extract == Extract::Main {
                 tree.main_text(&text, &mut scratch.raw);
                 words::append_words(&scratch.raw, &mut out);
