@@ -13,34 +13,6 @@ use super::quirks::doctype_is_quirks;
 use super::tags::{name_hash, Ns, Tag};
 use super::tree::{AttrHint, TagTok, Tok, Tree};
 
-/// Parses `html` into `tree`, a fresh (or recycled) tree builder; `Tree::body_text` and
-/// `Tree::main_text` then give its text.
-///
-/// Documents without CR go through the fast scanner (`scan.rs`), which handles text runs, the
-/// common character references and plain start and end tags itself and hands everything else
-/// to html5gum, one construct at a time; documents with CR (whose newline normalization
-/// html5gum's reader does across calls) go through html5gum alone.
-#[cfg(test)]
-pub(super) fn parse(html: &[u8], tree: &mut Tree) {
-    parse_known(html, tree, memchr::memchr2(0, b'\r', html).is_none())
-}
-
-/// `parse` when the caller has already searched `html` for NUL and CR (one pass for both):
-/// `clean` says it contains neither.
-pub(super) fn parse_known(html: &[u8], tree: &mut Tree, clean: bool) {
-    debug_assert_eq!(clean, memchr::memchr2(0, b'\r', html).is_none());
-    tree.dom.set_source(html);
-    let mut glue = Glue {
-        tree: Some(&mut *tree),
-        ..Glue::default()
-    };
-    if clean {
-        super::scan::run(html, (1 << 0) | (1 << b'\r'), &mut glue);
-    } else {
-        parse_full(html, &mut glue);
-    }
-}
-
 /// The whole document through html5gum (the reference path of the fast scanner).
 pub(super) fn parse_full(html: &[u8], glue: &mut Glue<'_>) {
     let tokenizer = Tokenizer::new_with_emitter(FastReader::new(html), glue);
@@ -56,10 +28,7 @@ pub(super) fn parse_full(html: &[u8], glue: &mut Glue<'_>) {
 #[cfg(test)]
 pub(super) fn parse_reference(html: &[u8], tree: &mut Tree) {
     tree.dom.set_source(html);
-    let mut glue = Glue {
-        tree: Some(&mut *tree),
-        ..Glue::default()
-    };
+    let mut glue = Glue::new(tree);
     parse_full(html, &mut glue);
 }
 
@@ -315,6 +284,14 @@ pub(super) struct Glue<'t> {
 }
 
 impl<'t> Glue<'t> {
+    /// Glue that feeds `tree`.
+    pub(super) fn new(tree: &'t mut Tree) -> Glue<'t> {
+        Glue {
+            tree: Some(tree),
+            ..Glue::default()
+        }
+    }
+
     pub(super) fn process(&mut self, tok: Tok<'_>) {
         if let Some(tree) = self.tree.as_deref_mut() {
             tree.process(tok);

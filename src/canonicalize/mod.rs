@@ -198,7 +198,7 @@ pub fn canonicalize_with(
                 None => tree::Tree::new(),
             };
             scratch.raw.clear();
-            html::parse_known(&text, &mut tree, clean);
+            scan::parse_known(&text, &mut tree, clean);
             if extract == Extract::Main {
                 tree.main_text(&text, &mut scratch.raw);
                 words::append_words(&scratch.raw, &mut out);

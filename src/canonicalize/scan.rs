@@ -18,16 +18,42 @@
 //!   ordinary code points.
 //!
 //! Only documents without CR come here (html5gum normalizes CR LF across reads; see
-//! `html::parse`). Tests compare the canonical text of both paths on every corpus page, on
+//! `parse_known`). Tests compare the canonical text of both paths on every corpus page, on
 //! mutated pages and on random markup.
 
-use super::html::{step_full, Glue};
+use super::html::{parse_full, step_full, Glue};
 use super::tags::{name_hash, Tag};
+use super::tree::Tree;
 use super::tree::{AttrHint, TagTok, Tok};
+
+/// Parses `html` into `tree`, a fresh (or recycled) tree builder; `Tree::body_text` and
+/// `Tree::main_text` then give its text.
+///
+/// Documents without CR go through the fast scanner (`scan.rs`), which handles text runs, the
+/// common character references and plain start and end tags itself and hands everything else
+/// to html5gum, one construct at a time; documents with CR (whose newline normalization
+/// html5gum's reader does across calls) go through html5gum alone.
+#[cfg(test)]
+pub(super) fn parse(html: &[u8], tree: &mut Tree) {
+    parse_known(html, tree, memchr::memchr2(0, b'\r', html).is_none())
+}
+
+/// `parse` when the caller has already searched `html` for NUL and CR (one pass for both):
+/// `clean` says it contains neither.
+pub(super) fn parse_known(html: &[u8], tree: &mut Tree, clean: bool) {
+    debug_assert_eq!(clean, memchr::memchr2(0, b'\r', html).is_none());
+    tree.dom.set_source(html);
+    let mut glue = Glue::new(tree);
+    if clean {
+        run(html, (1 << 0) | (1 << b'\r'), &mut glue);
+    } else {
+        parse_full(html, &mut glue);
+    }
+}
 
 /// Parses all of `html` (no CR) into the glue's tree, ending with the end-of-file token;
 /// `absent` is `html::absent_mask(html)`.
-pub(super) fn run(html: &[u8], absent: u64, glue: &mut Glue<'_>) {
+fn run(html: &[u8], absent: u64, glue: &mut Glue<'_>) {
     let n = html.len();
     let mut i = 0;
     loop {
@@ -333,8 +359,9 @@ fn skip_attributes(html: &[u8], mut j: usize) -> Option<(usize, bool)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::html::{parse, parse_reference};
+    use super::super::html::parse_reference;
     use super::super::tree::Tree;
+    use super::parse;
 
     /// Body text and main-content text of `html` through the fast scanner and through html5gum
     /// alone; panics naming `what` if they differ.

@@ -280,7 +280,7 @@ fn word_fast_path_equals_reference_on_the_shared_corpus() {
             let bytes = std::fs::read(&path).unwrap();
             let mut body = Vec::new();
             let mut tree = tree::Tree::new();
-            html::parse(&bytes, &mut tree);
+            scan::parse(&bytes, &mut tree);
             tree.body_text(&bytes, &mut body);
             for input in [&bytes, &body] {
                 let (mut fast, mut slow) = (Vec::new(), Vec::new());
