@@ -54,12 +54,22 @@ struct Chunk {
 }
 
 /// The node arena plus the text data of all text nodes.
+///
+/// Text the tokenizer hands over as a slice of the input document (most text) is not copied:
+/// its chunks hold offsets into the input, marked with [`IN_SOURCE`], and the text walks take
+/// the input again (`body_text`, `main_text`). Other text (decoded character references, table
+/// text the builder buffered) is copied into `data`.
 #[derive(Debug, Default)]
 pub(super) struct Dom {
     nodes: Vec<Node>,
     chunks: Vec<Chunk>,
     data: Vec<u8>,
+    /// Address and length of the input document (`set_source`); (0, 0) for none.
+    source: (usize, usize),
 }
+
+/// A chunk bound with this bit set is an offset into the input document, not into `data`.
+const IN_SOURCE: usize = 1 << (usize::BITS - 1);
 
 impl Dom {
     pub(super) fn new() -> Dom {
@@ -71,6 +81,35 @@ impl Dom {
         self.nodes.clear();
         self.chunks.clear();
         self.data.clear();
+        self.source = (0, 0);
+    }
+
+    /// The input document being parsed: text slices of it are referenced, not copied. Only
+    /// its address and length are kept; the text walks must be given the same slice.
+    pub(super) fn set_source(&mut self, input: &[u8]) {
+        debug_assert!(input.len() < IN_SOURCE);
+        self.source = (input.as_ptr() as usize, input.len());
+    }
+
+    /// `s`'s bounds in chunk form: offsets into the input (marked) if `s` lies inside it,
+    /// else into `data` after copying it there.
+    fn store(&mut self, s: &[u8]) -> (usize, usize) {
+        let off = (s.as_ptr() as usize).wrapping_sub(self.source.0);
+        if off < self.source.1 && s.len() <= self.source.1 - off {
+            return (off | IN_SOURCE, (off + s.len()) | IN_SOURCE);
+        }
+        let start = self.data.len();
+        self.data.extend_from_slice(s);
+        (start, self.data.len())
+    }
+
+    /// A chunk's bytes.
+    fn bytes<'a>(&'a self, ch: &Chunk, source: &'a [u8]) -> &'a [u8] {
+        if ch.start & IN_SOURCE != 0 {
+            &source[ch.start & !IN_SOURCE..ch.end & !IN_SOURCE]
+        } else {
+            &self.data[ch.start..ch.end]
+        }
     }
 
     /// Bytes of heap the arena holds.
@@ -174,9 +213,7 @@ impl Dom {
         } else {
             self.nodes[before as usize].prev
         };
-        let start = self.data.len();
-        self.data.extend_from_slice(s);
-        let end = self.data.len();
+        let (start, end) = self.store(s);
         if prev != NIL {
             if let Kind::Text { first, last } = self.nodes[prev as usize].kind {
                 let chunk = &mut self.chunks[last as usize];
@@ -207,11 +244,11 @@ impl Dom {
     /// Appends the text of `root`'s subtree to `out` in document order, one space before each
     /// text node, skipping `script`, `style` and `template` elements (of any namespace) with
     /// their content. Iterative: no recursion however deep the tree.
-    pub(super) fn body_text(&self, root: NodeId, out: &mut Vec<u8>) {
+    pub(super) fn body_text(&self, root: NodeId, source: &[u8], out: &mut Vec<u8>) {
         self.walk(root, |_, node| match node.kind {
             Kind::Text { first, .. } => {
                 out.push(b' ');
-                self.push_text(first, out);
+                self.push_text(first, source, out);
                 false
             }
             Kind::Element { tag } => !tag.drops_content(),
@@ -230,7 +267,7 @@ impl Dom {
     ///   a table of contents, a list of related pages) is left out.
     ///
     /// Text is measured in non-whitespace bytes of the text nodes. Iterative, like `body_text`.
-    pub(super) fn main_text(&self, root: NodeId, out: &mut Vec<u8>) {
+    pub(super) fn main_text(&self, root: NodeId, source: &[u8], out: &mut Vec<u8>) {
         let n = self.nodes.len();
         // Pre-order of the elements and text nodes under root (dropped-content subtrees and
         // comments contribute nothing and are not entered).
@@ -249,7 +286,7 @@ impl Dom {
         for &id in order.iter().rev() {
             let node = &self.nodes[id as usize];
             match node.kind {
-                Kind::Text { first, .. } => text[id as usize] = self.text_bytes(first),
+                Kind::Text { first, .. } => text[id as usize] = self.text_bytes(first, source),
                 Kind::Element { tag: Tag::A } => {
                     linked[id as usize] = text[id as usize];
                     links[id as usize] += 1;
@@ -302,7 +339,7 @@ impl Dom {
             }
             if let Kind::Text { first, .. } = node.kind {
                 out.push(b' ');
-                self.push_text(first, out);
+                self.push_text(first, source, out);
             }
             true
         });
@@ -337,22 +374,23 @@ impl Dom {
     }
 
     /// Appends a text node's data (its chunk chain starting at `first`).
-    fn push_text(&self, first: u32, out: &mut Vec<u8>) {
+    fn push_text(&self, first: u32, source: &[u8], out: &mut Vec<u8>) {
         let mut c = first;
         while c != u32::MAX {
             let ch = &self.chunks[c as usize];
-            out.extend_from_slice(&self.data[ch.start..ch.end]);
+            out.extend_from_slice(self.bytes(ch, source));
             c = ch.next;
         }
     }
 
     /// Non-whitespace bytes of a text node.
-    fn text_bytes(&self, first: u32) -> u32 {
+    fn text_bytes(&self, first: u32, source: &[u8]) -> u32 {
         let mut total = 0u32;
         let mut c = first;
         while c != u32::MAX {
             let ch = &self.chunks[c as usize];
-            let k = self.data[ch.start..ch.end]
+            let k = self
+                .bytes(ch, source)
                 .iter()
                 .filter(|&&b| !is_ws(b))
                 .count();

@@ -13,18 +13,68 @@ use super::quirks::doctype_is_quirks;
 use super::tags::{name_hash, Ns, Tag};
 use super::tree::{AttrHint, TagTok, Tok, Tree};
 
-/// Parses `html` into `tree`, a fresh (or recycled) tree builder; `Tree::body_text` and
-/// `Tree::main_text` then give its text.
-pub(super) fn parse(html: &[u8], tree: &mut Tree) {
-    let glue = Glue {
-        tree: Some(&mut *tree),
-        ..Glue::default()
-    };
+/// The whole document through html5gum (the reference path of the fast scanner).
+pub(super) fn parse_full(html: &[u8], glue: &mut Glue<'_>) {
     let tokenizer = Tokenizer::new_with_emitter(FastReader::new(html), glue);
-    match tokenizer.finish() {
-        Ok(()) => {}
-        Err(never) => match never {},
+    for step in tokenizer {
+        match step {
+            Ok(()) => {}
+            Err(never) => match never {},
+        }
     }
+}
+
+/// Parses `html` into `tree` with html5gum alone (tests compare the fast scanner with it).
+#[cfg(test)]
+pub(super) fn parse_reference(html: &[u8], tree: &mut Tree) {
+    tree.dom.set_source(html);
+    let mut glue = Glue::new(tree);
+    parse_full(html, &mut glue);
+}
+
+/// Runs html5gum on `html[at..]` (in `state`, or the data state) until it has emitted a tag
+/// that leaves the tokenizer in the data state, a comment or a doctype: the fast scanner's
+/// fallback for every construct it does not handle. Returns the position after that token, or
+/// None when html5gum reached the end of the input (the end-of-file token is then processed).
+pub(super) fn step_full(
+    html: &[u8],
+    at: usize,
+    absent: u64,
+    state: Option<State>,
+    glue: &mut Glue<'_>,
+) -> Option<usize> {
+    let rest = std::cell::Cell::new(&html[at..]);
+    glue.step = true;
+    glue.eof = false;
+    let mut tokenizer = Tokenizer::new_with_emitter(
+        CellReader {
+            input: &rest,
+            absent,
+        },
+        &mut *glue,
+    );
+    if let Some(s) = state {
+        tokenizer.set_state(s);
+    }
+    let r = tokenizer.next();
+    drop(tokenizer);
+    glue.step = false;
+    match r {
+        Some(Ok(())) if !glue.eof => Some(html.len() - rest.get().len()),
+        Some(Err(never)) => match never {},
+        _ => None,
+    }
+}
+
+/// The bytes of the set {NUL, CR} the input does not contain, as a mask (bit b: byte b).
+pub(super) fn absent_mask(input: &[u8]) -> u64 {
+    let mut absent = 0u64;
+    for b in [0u8, b'\r'] {
+        if memchr::memchr(b, input).is_none() {
+            absent |= 1 << b;
+        }
+    }
+    absent
 }
 
 /// html5gum's in-memory reader, with a cheaper `read_until`. The tokenizer asks for the next of
@@ -44,66 +94,62 @@ const SHORT_SCAN: usize = 16;
 
 impl<'a> FastReader<'a> {
     fn new(input: &'a [u8]) -> FastReader<'a> {
-        let mut absent = 0u64;
-        for b in [0u8, b'\r'] {
-            if memchr::memchr(b, input).is_none() {
-                absent |= 1 << b;
-            }
+        FastReader {
+            input,
+            absent: absent_mask(input),
         }
-        FastReader { input, absent }
     }
+}
 
-    /// The position of the first byte of `needle` in the input, if any.
-    #[inline(always)]
-    fn find(&self, needle: &[u8]) -> Option<usize> {
-        // `needle` is a constant at every call site in html5gum, so the masks fold away.
-        let (mut lo, mut hi) = (0u64, 0u64);
-        for &n in needle {
-            if n < 64 {
-                lo |= 1 << n;
-            } else if n < 128 {
-                hi |= 1 << (n - 64);
-            }
+/// The position of the first byte of `needle` in `input`, if any; `absent` is `absent_mask`.
+#[inline(always)]
+fn find(input: &[u8], absent: u64, needle: &[u8]) -> Option<usize> {
+    // `needle` is a constant at every call site in html5gum, so the masks fold away.
+    let (mut lo, mut hi) = (0u64, 0u64);
+    for &n in needle {
+        if n < 64 {
+            lo |= 1 << n;
+        } else if n < 128 {
+            hi |= 1 << (n - 64);
         }
-        let hit = |b: u8| {
-            if b < 64 {
-                lo >> b & 1 != 0
-            } else {
-                b < 128 && hi >> (b - 64) & 1 != 0
-            }
-        };
-        let input = self.input;
-        let short = input.len().min(SHORT_SCAN);
-        if let Some(i) = input[..short].iter().position(|&b| hit(b)) {
-            return Some(i);
-        }
-        let rest = &input[short..];
-        if rest.is_empty() {
-            return None;
-        }
-        // A long run: search only for the needle bytes the input can contain.
-        let lo_present = lo & !self.absent;
-        let mut set = [0u8; 3];
-        let k = (lo_present.count_ones() + hi.count_ones()) as usize;
-        if k <= set.len() {
-            let mut j = 0;
-            for (mut m, base) in [(lo_present, 0u8), (hi, 64)] {
-                while m != 0 {
-                    set[j] = base + m.trailing_zeros() as u8;
-                    m &= m - 1;
-                    j += 1;
-                }
-            }
-        }
-        let found = match k {
-            0 => None,
-            1 => memchr::memchr(set[0], rest),
-            2 => memchr::memchr2(set[0], set[1], rest),
-            3 => memchr::memchr3(set[0], set[1], set[2], rest),
-            _ => rest.iter().position(|&b| hit(b)),
-        };
-        found.map(|i| i + short)
     }
+    let hit = |b: u8| {
+        if b < 64 {
+            lo >> b & 1 != 0
+        } else {
+            b < 128 && hi >> (b - 64) & 1 != 0
+        }
+    };
+    let short = input.len().min(SHORT_SCAN);
+    if let Some(i) = input[..short].iter().position(|&b| hit(b)) {
+        return Some(i);
+    }
+    let rest = &input[short..];
+    if rest.is_empty() {
+        return None;
+    }
+    // A long run: search only for the needle bytes the input can contain.
+    let lo_present = lo & !absent;
+    let mut set = [0u8; 3];
+    let k = (lo_present.count_ones() + hi.count_ones()) as usize;
+    if k <= set.len() {
+        let mut j = 0;
+        for (mut m, base) in [(lo_present, 0u8), (hi, 64)] {
+            while m != 0 {
+                set[j] = base + m.trailing_zeros() as u8;
+                m &= m - 1;
+                j += 1;
+            }
+        }
+    }
+    let found = match k {
+        0 => None,
+        1 => memchr::memchr(set[0], rest),
+        2 => memchr::memchr2(set[0], set[1], rest),
+        3 => memchr::memchr3(set[0], set[1], set[2], rest),
+        _ => rest.iter().position(|&b| hit(b)),
+    };
+    found.map(|i| i + short)
 }
 
 impl<'a> Reader for FastReader<'a> {
@@ -129,7 +175,7 @@ impl<'a> Reader for FastReader<'a> {
         if self.input.is_empty() {
             return Ok(None);
         }
-        let len = match self.find(needle) {
+        let len = match find(self.input, self.absent, needle) {
             Some(0) => 1,
             Some(i) => i,
             None => self.input.len(),
@@ -151,6 +197,60 @@ impl<'a> Reader for FastReader<'a> {
     }
 }
 
+/// `FastReader` over input whose unread rest lives in a `Cell`, so that the fast scanner can
+/// see where html5gum stopped (`step_full`).
+struct CellReader<'a, 'c> {
+    input: &'c std::cell::Cell<&'a [u8]>,
+    absent: u64,
+}
+
+impl<'a, 'c> Reader for CellReader<'a, 'c> {
+    type Error = Infallible;
+
+    #[inline(always)]
+    fn read_byte(&mut self) -> Result<Option<u8>, Infallible> {
+        match self.input.get().split_first() {
+            Some((&b, rest)) => {
+                self.input.set(rest);
+                Ok(Some(b))
+            }
+            None => Ok(None),
+        }
+    }
+
+    #[inline(always)]
+    fn read_until<'b>(
+        &'b mut self,
+        needle: &[u8],
+        _: &'b mut [u8; 4],
+    ) -> Result<Option<&'b [u8]>, Infallible> {
+        let input = self.input.get();
+        if input.is_empty() {
+            return Ok(None);
+        }
+        let len = match find(input, self.absent, needle) {
+            Some(0) => 1,
+            Some(i) => i,
+            None => input.len(),
+        };
+        let (chunk, rest) = input.split_at(len);
+        self.input.set(rest);
+        Ok(Some(chunk))
+    }
+
+    #[inline(always)]
+    fn try_read_string(&mut self, s: &[u8], case_sensitive: bool) -> Result<bool, Infallible> {
+        let input = self.input.get();
+        match input.get(..s.len()) {
+            Some(head) if head == s || (!case_sensitive && head.eq_ignore_ascii_case(s)) => {
+                self.input.set(&input[s.len()..]);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum AttrKind {
     #[default]
@@ -162,10 +262,15 @@ enum AttrKind {
 }
 
 #[derive(Default)]
-struct Glue<'t> {
-    tree: Option<&'t mut Tree>,
-    name: Vec<u8>,
-    last_start: Vec<u8>,
+pub(super) struct Glue<'t> {
+    pub(super) tree: Option<&'t mut Tree>,
+    /// `step_full` is running: `stop` after each token that leaves html5gum in the data state.
+    step: bool,
+    stop: bool,
+    /// The end-of-file token has been processed.
+    eof: bool,
+    pub(super) name: Vec<u8>,
+    pub(super) last_start: Vec<u8>,
     is_end: bool,
     self_closing: bool,
     attr: AttrHint,
@@ -179,7 +284,15 @@ struct Glue<'t> {
 }
 
 impl<'t> Glue<'t> {
-    fn process(&mut self, tok: Tok<'_>) {
+    /// Glue that feeds `tree`.
+    pub(super) fn new(tree: &'t mut Tree) -> Glue<'t> {
+        Glue {
+            tree: Some(tree),
+            ..Glue::default()
+        }
+    }
+
+    pub(super) fn process(&mut self, tok: Tok<'_>) {
         if let Some(tree) = self.tree.as_deref_mut() {
             tree.process(tok);
         }
@@ -220,8 +333,8 @@ impl<'t> Glue<'t> {
     }
 }
 
-impl<'t> Emitter for Glue<'t> {
-    type Token = Infallible;
+impl<'g, 't> Emitter for &'g mut Glue<'t> {
+    type Token = ();
 
     fn set_last_start_tag(&mut self, last_start_tag: Option<&[u8]>) {
         self.last_start.clear();
@@ -230,6 +343,7 @@ impl<'t> Emitter for Glue<'t> {
     }
 
     fn emit_eof(&mut self) {
+        self.eof = true;
         self.process(Tok::Eof);
     }
 
@@ -240,7 +354,12 @@ impl<'t> Emitter for Glue<'t> {
     }
 
     fn pop_token(&mut self) -> Option<Self::Token> {
-        None
+        if self.stop {
+            self.stop = false;
+            Some(())
+        } else {
+            None
+        }
     }
 
     fn emit_string(&mut self, c: &[u8]) {
@@ -275,20 +394,26 @@ impl<'t> Emitter for Glue<'t> {
             self_closing: self.self_closing,
             attr: self.attr,
         };
-        if self.is_end {
+        let next = if self.is_end {
             self.process(Tok::End(t));
             None
         } else {
             self.process(Tok::Start(t));
-            std::mem::swap(&mut self.last_start, &mut self.name);
+            let Glue {
+                last_start, name, ..
+            } = &mut **self;
+            std::mem::swap(last_start, name);
             self.tree
                 .as_deref_mut()
                 .and_then(|tree| tree.next_state.take())
-        }
+        };
+        self.stop = self.step && next.is_none();
+        next
     }
 
     fn emit_current_comment(&mut self) {
         self.process(Tok::Comment);
+        self.stop = self.step;
     }
 
     fn emit_current_doctype(&mut self) {
@@ -299,6 +424,7 @@ impl<'t> Emitter for Glue<'t> {
             self.force_quirks,
         );
         self.process(Tok::Doctype { quirks });
+        self.stop = self.step;
     }
 
     fn set_self_closing(&mut self) {

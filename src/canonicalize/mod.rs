@@ -18,6 +18,7 @@ mod modes_table;
 #[doc(hidden)]
 pub mod oracle;
 mod quirks;
+mod scan;
 mod stack;
 mod tables;
 mod tags;
@@ -182,7 +183,9 @@ pub fn canonicalize_with(
         });
     }
     let text = charset::decode(bytes, charset_hint, format == DocFormat::Html);
-    if memchr::memchr(0, &text).is_some() {
+    // HTML without NUL and CR (most pages) takes the fast scanner: one pass answers both.
+    let clean = format == DocFormat::Html && memchr::memchr2(0, b'\r', &text).is_none();
+    if !clean && memchr::memchr(0, &text).is_some() {
         return Err(Rejection::Binary);
     }
     let mut out = Vec::with_capacity(text.len() / 2);
@@ -195,9 +198,9 @@ pub fn canonicalize_with(
                 None => tree::Tree::new(),
             };
             scratch.raw.clear();
-            html::parse(&text, &mut tree);
+            scan::parse_known(&text, &mut tree, clean);
             if extract == Extract::Main {
-                tree.main_text(&mut scratch.raw);
+                tree.main_text(&text, &mut scratch.raw);
                 words::append_words(&scratch.raw, &mut out);
                 // Nothing but boilerplate: the page's words are its whole body.
                 if out.is_empty() {
@@ -205,7 +208,7 @@ pub fn canonicalize_with(
                 }
             }
             if out.is_empty() {
-                tree.body_text(&mut scratch.raw);
+                tree.body_text(&text, &mut scratch.raw);
                 words::append_words(&scratch.raw, &mut out);
             }
             if tree.heap_bytes() + scratch.raw.capacity() <= MAX_SCRATCH_BYTES {

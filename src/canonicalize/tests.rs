@@ -280,8 +280,8 @@ fn word_fast_path_equals_reference_on_the_shared_corpus() {
             let bytes = std::fs::read(&path).unwrap();
             let mut body = Vec::new();
             let mut tree = tree::Tree::new();
-            html::parse(&bytes, &mut tree);
-            tree.body_text(&mut body);
+            scan::parse(&bytes, &mut tree);
+            tree.body_text(&bytes, &mut body);
             for input in [&bytes, &body] {
                 let (mut fast, mut slow) = (Vec::new(), Vec::new());
                 words::append_words(input, &mut fast);

@@ -385,18 +385,19 @@ impl Tree {
         }
     }
 
-    /// The canonical text's input: the body's text nodes, each preceded by a space.
-    pub(super) fn body_text(&self, out: &mut Vec<u8>) {
+    /// The canonical text's input: the body's text nodes, each preceded by a space. `source`
+    /// is the document this tree was parsed from.
+    pub(super) fn body_text(&self, source: &[u8], out: &mut Vec<u8>) {
         if self.body != NIL {
-            self.dom.body_text(self.body, out);
+            self.dom.body_text(self.body, source, out);
         }
     }
 
     /// The main-content text (`Extract::Main`): the body's text without boilerplate blocks
     /// (`Dom::main_text`).
-    pub(super) fn main_text(&self, out: &mut Vec<u8>) {
+    pub(super) fn main_text(&self, source: &[u8], out: &mut Vec<u8>) {
         if self.body != NIL {
-            self.dom.main_text(self.body, out);
+            self.dom.main_text(self.body, source, out);
         }
     }
 

@@ -1,0 +1,591 @@
+//! The fast scanner: the HTML5 tokenizer's data state, plain start and end tags and the common
+//! character references, driving the tree builder directly from borrowed slices of the input.
+//!
+//! Most of a page is text runs and tags whose attributes the canonical text never uses. Here a
+//! text run is one memchr for `<` or `&`, and a tag is its name plus a byte loop that only finds
+//! where the tag ends (quoted attribute values are skipped with memchr; nothing is copied). It
+//! implements exactly the tokenizer states it needs (tag name, before/after attribute name,
+//! attribute name, before attribute value, quoted and unquoted values, after a quoted value,
+//! self-closing start tag), with the same transitions as html5gum. Everything else starts over
+//! at the construct's first byte in html5gum (`html::step_full`), which runs until it has
+//! emitted the next token that leaves it in the data state, then hands back:
+//! - `<!` (comments, doctypes, CDATA), `<?`, `</` not followed by a letter;
+//! - a tag that reaches the end of the input;
+//! - start tags whose attributes matter to tree construction (`input`, `font`,
+//!   `annotation-xml`);
+//! - the content of elements that switch the tokenizer (script, style, title, textarea, ...);
+//! - character references other than `&name;` for a few common names and `&#N;` / `&#xN;` for
+//!   ordinary code points.
+//!
+//! Only documents without CR come here (html5gum normalizes CR LF across reads; see
+//! `parse_known`). Tests compare the canonical text of both paths on every corpus page, on
+//! mutated pages and on random markup.
+
+use super::html::{parse_full, step_full, Glue};
+use super::tags::{name_hash, Tag};
+use super::tree::Tree;
+use super::tree::{AttrHint, TagTok, Tok};
+
+/// Parses `html` into `tree`, a fresh (or recycled) tree builder; `Tree::body_text` and
+/// `Tree::main_text` then give its text.
+///
+/// Documents without CR go through the fast scanner (`scan.rs`), which handles text runs, the
+/// common character references and plain start and end tags itself and hands everything else
+/// to html5gum, one construct at a time; documents with CR (whose newline normalization
+/// html5gum's reader does across calls) go through html5gum alone.
+#[cfg(test)]
+pub(super) fn parse(html: &[u8], tree: &mut Tree) {
+    parse_known(html, tree, memchr::memchr2(0, b'\r', html).is_none())
+}
+
+/// `parse` when the caller has already searched `html` for NUL and CR (one pass for both):
+/// `clean` says it contains neither.
+pub(super) fn parse_known(html: &[u8], tree: &mut Tree, clean: bool) {
+    debug_assert_eq!(clean, memchr::memchr2(0, b'\r', html).is_none());
+    tree.dom.set_source(html);
+    let mut glue = Glue::new(tree);
+    if clean {
+        run(html, (1 << 0) | (1 << b'\r'), &mut glue);
+    } else {
+        parse_full(html, &mut glue);
+    }
+}
+
+/// Parses all of `html` (no CR) into the glue's tree, ending with the end-of-file token;
+/// `absent` is `html::absent_mask(html)`.
+fn run(html: &[u8], absent: u64, glue: &mut Glue<'_>) {
+    let n = html.len();
+    let mut i = 0;
+    loop {
+        // The data state at `i`.
+        let Some(k) = memchr::memchr2(b'<', b'&', &html[i..]) else {
+            if i < n {
+                glue.process(Tok::Chars(&html[i..]));
+            }
+            glue.process(Tok::Eof);
+            return;
+        };
+        if k > 0 {
+            glue.process(Tok::Chars(&html[i..i + k]));
+        }
+        i += k;
+        let handled = if html[i] == b'&' {
+            char_ref(&html[i..]).map(|(len, ch)| {
+                glue.process(Tok::Chars(ch.as_bytes()));
+                Ok(i + len)
+            })
+        } else {
+            tag(html, i, glue)
+        };
+        let (at, state) = match handled {
+            Some(Ok(j)) => {
+                i = j;
+                continue;
+            }
+            // A start tag that switched the tokenizer: its content goes through html5gum.
+            Some(Err((j, state))) => (j, Some(state)),
+            None => (i, None),
+        };
+        match step_full(html, at, absent, state, glue) {
+            Some(j) => i = j,
+            None => return,
+        }
+    }
+}
+
+/// A decoded character reference (at most 4 bytes of UTF-8).
+struct Decoded {
+    buf: [u8; 4],
+    len: usize,
+}
+
+impl Decoded {
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Named references decoded here: `&name;` with the semicolon (no other entity name starts
+/// with `name;`, so the longest-match rule picks exactly these).
+const NAMED: &[(&[u8], char)] = &[
+    (b"amp", '&'),
+    (b"lt", '<'),
+    (b"gt", '>'),
+    (b"quot", '"'),
+    (b"apos", '\''),
+    (b"nbsp", '\u{a0}'),
+    (b"raquo", '\u{bb}'),
+    (b"laquo", '\u{ab}'),
+    (b"copy", '\u{a9}'),
+    (b"reg", '\u{ae}'),
+    (b"middot", '\u{b7}'),
+    (b"times", '\u{d7}'),
+    (b"ndash", '\u{2013}'),
+    (b"mdash", '\u{2014}'),
+    (b"hellip", '\u{2026}'),
+    (b"rarr", '\u{2192}'),
+];
+
+/// The character reference at `s[0] == '&'`, if it is one this scanner decodes: returns its
+/// length and its characters. Anything else (unknown names, no semicolon, code points the spec
+/// replaces or flags) is left to html5gum.
+fn char_ref(s: &[u8]) -> Option<(usize, Decoded)> {
+    let ch = if !s
+        .get(1)
+        .is_some_and(|&b| b == b'#' || b.is_ascii_alphanumeric())
+    {
+        // Not a character reference: the `&` is text, the next byte is reconsumed.
+        (1, '&')
+    } else if s.get(1) == Some(&b'#') {
+        let (hex, start) = match s.get(2) {
+            Some(b'x' | b'X') => (true, 3),
+            _ => (false, 2),
+        };
+        let mut v: u32 = 0;
+        let mut j = start;
+        while let Some(&b) = s.get(j) {
+            let d = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' if hex => b - b'a' + 10,
+                b'A'..=b'F' if hex => b - b'A' + 10,
+                _ => break,
+            };
+            v = v * if hex { 16 } else { 10 } + d as u32;
+            j += 1;
+            if j - start > 6 {
+                return None;
+            }
+        }
+        if j == start || s.get(j) != Some(&b';') {
+            return None;
+        }
+        // Ordinary code points only: no controls (but tab and LF), C1 range, surrogates or
+        // noncharacters, which the spec replaces or flags.
+        let ordinary = matches!(v, 0x09 | 0x0a | 0x20..=0x7e | 0xa0..=0xd7ff | 0xe000..=0xfdcf
+            | 0xfdf0..=0xfffd | 0x1_0000..=0x10_ffff)
+            && v & 0xfffe != 0xfffe;
+        if !ordinary {
+            return None;
+        }
+        (j + 1, char::from_u32(v)?)
+    } else {
+        let end = s.iter().skip(1).position(|&b| !b.is_ascii_alphanumeric())? + 1;
+        if s[end] != b';' {
+            return None;
+        }
+        let name = &s[1..end];
+        let &(_, c) = NAMED.iter().find(|(n, _)| *n == name)?;
+        (end + 1, c)
+    };
+    let mut buf = [0u8; 4];
+    let len = ch.1.encode_utf8(&mut buf).len();
+    Some((ch.0, Decoded { buf, len }))
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | b'\x0c' | b' ')
+}
+
+/// What `tag` did with the `<` at `html[i]`.
+type TagResult = Option<Result<usize, (usize, html5gum::State)>>;
+
+/// The markup at `html[i] == '<'`: a start or end tag this scanner handles is processed and
+/// `Ok(position after it)` returned (or `Err((position, state))` when the tree builder switched
+/// the tokenizer to `state`); `<` before a byte that starts no markup is text; None: html5gum's
+/// turn (nothing has been processed).
+fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
+    let n = html.len();
+    let (is_end, start) = match html.get(i + 1) {
+        Some(b) if b.is_ascii_alphabetic() => (false, i + 1),
+        Some(b'/') if html.get(i + 2).is_some_and(u8::is_ascii_alphabetic) => (true, i + 2),
+        Some(b'!' | b'/' | b'?') | None => return None,
+        Some(_) => {
+            // "Invalid first character of tag name": the `<` is text, the byte is reconsumed.
+            glue.process(Tok::Chars(b"<"));
+            return Some(Ok(i + 1));
+        }
+    };
+    // Tag name state: to whitespace, `/` or `>`.
+    let mut j = start;
+    let mut upper = false;
+    loop {
+        let b = *html.get(j)?;
+        if is_ws(b) || b == b'/' || b == b'>' {
+            break;
+        }
+        upper |= b.is_ascii_uppercase();
+        j += 1;
+    }
+    let raw = &html[start..j];
+    // Attributes that change tree construction: html5gum's glue reads them.
+    if !is_end
+        && (raw.eq_ignore_ascii_case(b"input")
+            || raw.eq_ignore_ascii_case(b"font")
+            || raw.eq_ignore_ascii_case(b"annotation-xml"))
+    {
+        return None;
+    }
+    let (end, self_closing) = skip_attributes(html, j)?;
+    debug_assert!(end <= n);
+    let name: &[u8] = if upper {
+        glue.name.clear();
+        glue.name.extend(raw.iter().map(u8::to_ascii_lowercase));
+        &glue.name
+    } else {
+        raw
+    };
+    let tag = Tag::from_name(name);
+    let hash = if tag == Tag::Other {
+        name_hash(name)
+    } else {
+        0
+    };
+    let t = TagTok {
+        tag,
+        hash,
+        self_closing,
+        attr: AttrHint::default(),
+    };
+    if is_end {
+        glue.process(Tok::End(t));
+        return Some(Ok(end));
+    }
+    // The glue keeps the last start tag's name for html5gum's "appropriate end tag" check,
+    // which only the states entered after this tag use.
+    let lowered = upper;
+    glue.process(Tok::Start(t));
+    let next = glue.tree.as_deref_mut().and_then(|t| t.next_state.take());
+    match next {
+        None => Some(Ok(end)),
+        Some(state) => {
+            if !lowered {
+                glue.name.clear();
+                glue.name.extend_from_slice(raw);
+            }
+            std::mem::swap(&mut glue.last_start, &mut glue.name);
+            Some(Err((end, state)))
+        }
+    }
+}
+
+/// From the end of a tag name at `html[j]`, through the attributes to the tag's `>`: returns
+/// the position after it and whether the tag is self-closing, or None if the input ends first.
+/// The states and transitions are the tokenizer's (WHATWG 13.2.5.34-13.2.5.40); names and values
+/// are not kept.
+fn skip_attributes(html: &[u8], mut j: usize) -> Option<(usize, bool)> {
+    #[derive(Clone, Copy)]
+    enum S {
+        BeforeName,
+        Name,
+        AfterName,
+        BeforeValue,
+        Unquoted,
+        AfterQuoted,
+        SelfClosing,
+    }
+    // Tag name state ended on whitespace (before attribute name), `/` or `>`.
+    let mut s = S::BeforeName;
+    loop {
+        let b = *html.get(j)?;
+        match s {
+            S::BeforeName => match b {
+                b'/' | b'>' => s = S::AfterName,
+                _ if is_ws(b) => j += 1,
+                b'=' => {
+                    j += 1;
+                    s = S::Name;
+                }
+                _ => s = S::Name,
+            },
+            S::Name => match b {
+                b'/' | b'>' => s = S::AfterName,
+                _ if is_ws(b) => s = S::AfterName,
+                b'=' => {
+                    j += 1;
+                    s = S::BeforeValue;
+                }
+                _ => j += 1,
+            },
+            S::AfterName => match b {
+                b'/' => {
+                    j += 1;
+                    s = S::SelfClosing;
+                }
+                b'=' => {
+                    j += 1;
+                    s = S::BeforeValue;
+                }
+                b'>' => return Some((j + 1, false)),
+                _ if is_ws(b) => j += 1,
+                _ => s = S::Name,
+            },
+            S::BeforeValue => match b {
+                b'"' | b'\'' => {
+                    // A character reference in the value cannot contain the quote.
+                    j += 1 + memchr::memchr(b, &html[j + 1..])? + 1;
+                    s = S::AfterQuoted;
+                }
+                b'>' => return Some((j + 1, false)),
+                _ if is_ws(b) => j += 1,
+                _ => s = S::Unquoted,
+            },
+            S::Unquoted => match b {
+                b'>' => return Some((j + 1, false)),
+                _ if is_ws(b) => {
+                    j += 1;
+                    s = S::BeforeName;
+                }
+                _ => j += 1,
+            },
+            S::AfterQuoted => match b {
+                b'/' => {
+                    j += 1;
+                    s = S::SelfClosing;
+                }
+                b'>' => return Some((j + 1, false)),
+                _ if is_ws(b) => {
+                    j += 1;
+                    s = S::BeforeName;
+                }
+                _ => s = S::BeforeName,
+            },
+            S::SelfClosing => match b {
+                b'>' => return Some((j + 1, true)),
+                _ => s = S::BeforeName,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::html::parse_reference;
+    use super::super::tree::Tree;
+    use super::parse;
+
+    /// Body text and main-content text of `html` through the fast scanner and through html5gum
+    /// alone; panics naming `what` if they differ.
+    fn same(html: &[u8], what: &str) {
+        let (mut fast, mut full) = (Tree::new(), Tree::new());
+        parse(html, &mut fast);
+        parse_reference(html, &mut full);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        fast.body_text(html, &mut a);
+        full.body_text(html, &mut b);
+        assert!(
+            a == b,
+            "{what}: body text differs\nfast: {:?}\nfull: {:?}\ninput: {:?}",
+            String::from_utf8_lossy(&a),
+            String::from_utf8_lossy(&b),
+            String::from_utf8_lossy(html)
+        );
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        fast.main_text(html, &mut a);
+        full.main_text(html, &mut b);
+        assert!(a == b, "{what}: main text differs");
+    }
+
+    /// Pieces that exercise every transition of the fast scanner and every fallback.
+    const PIECES: &[&str] = &[
+        "<",
+        ">",
+        "/",
+        "=",
+        "\"",
+        "'",
+        " ",
+        "\n",
+        "\t",
+        "\x0c",
+        "&",
+        ";",
+        "#",
+        "x",
+        "a",
+        "B",
+        "é",
+        "Σ",
+        "word",
+        "<p>",
+        "</p>",
+        "<P class=x>",
+        "<div id=\"a>b\" x='y' z=w>",
+        "<span/>",
+        "<br/ >",
+        "<a href=x/>",
+        "<b =c>",
+        "<i a=\"b\"c>",
+        "</span x=\"y\">",
+        "</",
+        "</>",
+        "</ x>",
+        "<!-- c -->",
+        "<!doctype html>",
+        "<!DOCTYPE html PUBLIC \"-//W3C//DTD HTML 4.01 Transitional//EN\">",
+        "<?php x ?>",
+        "<![CDATA[cd]]>",
+        "<script>if (a<b) x='</p>';</script>",
+        "<script><!--<script>x</script>-->y</script>",
+        "<style>p{}</style>",
+        "<title>T&amp;</title>",
+        "<textarea>t</textarea>",
+        "<plaintext>",
+        "<xmp><b></xmp>",
+        "<input type=hidden>",
+        "<input type=\"text\">",
+        "<font color=red>",
+        "<FONT>",
+        "<svg><font face=x>",
+        "<math><annotation-xml encoding=\"text/html\"><p>m</annotation-xml></math>",
+        "<table>",
+        "<tr>",
+        "<td>",
+        "</table>",
+        "<svg>",
+        "</svg>",
+        "<math>",
+        "<select>",
+        "<template>",
+        "</template>",
+        "<frameset>",
+        "<body>",
+        "<head>",
+        "<html>",
+        "&amp;",
+        "&lt;",
+        "&gt;",
+        "&quot;",
+        "&nbsp;",
+        "&nbsp",
+        "&raquo;",
+        "&#39;",
+        "&#160;",
+        "&#x27;",
+        "&#X41;",
+        "&#128;",
+        "&#0;",
+        "&#xD800;",
+        "&#1114112;",
+        "&#xFFFE;",
+        "&#;",
+        "&#x;",
+        "&ampx",
+        "&amp",
+        "&notit;",
+        "&copy2",
+        "&eacute;",
+        "&Amp;",
+        "&rarr;",
+        "&#0000065;",
+        "<TaBlE>",
+        "<SPAN>",
+        "</SPAN>",
+        "<ns:x>",
+        "<a\u{e9}b>",
+        "<h1>",
+        "<li>",
+        "<noscript>",
+        "<iframe>x</iframe>",
+        "<noembed>n</noembed>",
+    ];
+
+    fn random_doc(seed: u64, pieces: usize) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut out = Vec::new();
+        for _ in 0..pieces {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.extend_from_slice(PIECES[(x % PIECES.len() as u64) as usize].as_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn fast_scanner_equals_html5gum_on_pieces() {
+        for p in PIECES {
+            same(p.as_bytes(), p);
+            same(format!("<p>a{p}b</p>").as_bytes(), p);
+            same(format!("<table><tr><td>a{p}b<td>c").as_bytes(), p);
+        }
+        for (name, _) in super::NAMED {
+            let doc = format!("<p>x&{};y", String::from_utf8_lossy(name));
+            same(doc.as_bytes(), &doc);
+        }
+        for v in [
+            9u32, 10, 32, 39, 65, 126, 160, 0xd7ff, 0xe000, 0xfdcf, 0xfdf0, 0xfffd, 0x1_f600,
+            0x10_fffd,
+        ] {
+            same(format!("a&#{v};b&#x{v:x};c").as_bytes(), "numeric");
+        }
+    }
+
+    #[test]
+    fn fast_scanner_equals_html5gum_on_random_markup() {
+        for seed in 0..20_000u64 {
+            let doc = random_doc(seed, 1 + (seed % 60) as usize);
+            same(&doc, &format!("seed {seed}"));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fast_scanner_equals_html5gum_on_bytes(
+            b in proptest::collection::vec(proptest::sample::select(b"<>/=\"' \n&;#xaB!-?p".to_vec()), 0..120)
+        ) {
+            same(&b, "proptest");
+        }
+    }
+
+    /// Every page of the shared llvm-docs corpus, and each page mutated (pieces inserted at
+    /// random places, then truncated): skipped, with a notice, when the corpus is absent.
+    #[test]
+    fn fast_scanner_equals_html5gum_on_the_shared_corpus() {
+        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/corpus/llvm-docs/docs.tar.zst");
+        if !corpus.exists() {
+            eprintln!("NOTICE: {} absent; skipping", corpus.display());
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let st = std::process::Command::new("tar")
+            .arg("--zstd")
+            .arg("-xf")
+            .arg(&corpus)
+            .arg("-C")
+            .arg(dir.path())
+            .status()
+            .expect("run tar (is zstd installed? run tools/setup.sh)");
+        assert!(st.success());
+        let mut stack = vec![dir.path().to_owned()];
+        let mut pages = 0u64;
+        while let Some(p) = stack.pop() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let bytes = std::fs::read(&path).unwrap();
+                let what = path.display().to_string();
+                same(&bytes, &what);
+                // Mutations: pieces at pseudo-random positions, and a truncated copy.
+                let mut x = pages.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
+                let mut m = bytes.clone();
+                for _ in 0..8 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let at = (x % (m.len() as u64 + 1)) as usize;
+                    let piece = PIECES[((x >> 32) % PIECES.len() as u64) as usize];
+                    m.splice(at..at, piece.bytes());
+                }
+                same(&m, &format!("{what} (mutated)"));
+                let cut = (x % (m.len() as u64 + 1)) as usize;
+                same(&m[..cut], &format!("{what} (mutated, cut at {cut})"));
+                pages += 1;
+            }
+        }
+        assert!(pages > 3000, "{pages} pages");
+    }
+}
