@@ -100,7 +100,7 @@ fn open_since_equals_a_fresh_open_after_each_publish() {
     assert!(std::sync::Arc::ptr_eq(same.view(), reader.view()));
     assert!(opened.is_empty());
 
-    let mut check = |step: &str, reader: &mut Index, expect_new: usize| {
+    let check = |step: &str, reader: &mut Index, expect_new: usize| {
         let (next, opened) = Index::open_since(reader).unwrap();
         let fresh = Index::open(idx).unwrap();
         assert_eq!(view_facts(&next), view_facts(&fresh), "after {step}");
