@@ -5,7 +5,8 @@
 //!
 //! A delta document carries everything its segment stores, computed when it was added
 //! (`store::delta::DeltaDoc`): features, the SIMHASH tables' value, supershingles, 384-bit
-//! simhash and I-Match signatures. So this needs neither the catalog nor the methods' code:
+//! simhash and I-Match signatures; its megashingles are derived from its supershingles here,
+//! as ingest derives them (`method::writer`). So this needs neither the catalog nor the methods' code:
 //! it writes the same tables, in the same order, as ingest (`method::writer::MethodWriter`)
 //! for the enabled methods.
 //!
@@ -15,6 +16,7 @@
 use std::path::Path;
 
 use crate::error::Result;
+use crate::fingerprint::minhash::megashingles;
 use crate::options::methods::MethodOptions;
 use crate::segment::{self, Segment};
 use crate::sort::KeyDoc;
@@ -49,8 +51,12 @@ pub fn write(
         b.postings_table(segment::SUPERSHINGLES, &supers)?;
     }
     if methods.dsc.is_some_and(|d| d.megashingles) {
-        // Delta documents keep no megashingles: the table is written empty, as before.
-        b.postings_table(segment::MEGASHINGLES, &[])?;
+        // Derived from the stored supershingles, as `MethodWriter` derives them at ingest.
+        let mut megas: Vec<(u64, u32)> = with_words()
+            .flat_map(|(doc, d)| megashingles(&d.supers).into_iter().map(move |m| (m, *doc)))
+            .collect();
+        megas.sort_unstable();
+        b.postings_table(segment::MEGASHINGLES, &megas)?;
     }
     if methods.sim384 {
         let sims: Vec<(u32, [u64; 6])> = with_words()
