@@ -100,11 +100,11 @@ pub fn map(
     if docs.is_empty() {
         return Ok(None);
     }
-    // A file of its own directly in the temporary directory (no folder per piece: a mkdir
+    // A file of its own directly in the scratch directory (no folder per piece: a mkdir
     // and rmdir per merge of the delta's pieces showed in the server's profile), named by
     // process and a counter, removed as soon as it is mapped.
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let dir = std::env::temp_dir();
+    let dir = scratch_dir();
     let name = loop {
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("ndd-delta-{}-{seq}.ndds", std::process::id());
@@ -121,6 +121,27 @@ pub fn map(
     });
     let _ = std::fs::remove_file(&path);
     Ok(Some(opened?))
+}
+
+/// Where [`map`] writes its private segments: `$TMPDIR` when set, else `/dev/shm` when it is
+/// a writable directory (memory: no file system journal or disk writes for a file that lives
+/// a moment: the server writes one per group commit and per merge of the delta's pieces),
+/// else the system's temporary directory. Each file is unlinked as soon as it is mapped; only
+/// a crash between the two leaves one behind (`ndd-delta-<pid>-<n>.ndds`).
+fn scratch_dir() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if std::env::var_os("TMPDIR").is_none() {
+            let shm = Path::new("/dev/shm");
+            let probe = shm.join(format!("ndd-probe-{}", std::process::id()));
+            if std::fs::write(&probe, b"").is_ok() {
+                let _ = std::fs::remove_file(&probe);
+                return shm.to_path_buf();
+            }
+        }
+        std::env::temp_dir()
+    })
+    .clone()
 }
 
 /// Writes `docs` as the private temporary segment `<dir>/<name>` (the folder is the
