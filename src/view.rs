@@ -436,6 +436,36 @@ impl View {
                 });
             }
         }
+        self.extended(segments, frequent, new_sizes, extra_tombstones)
+    }
+
+    /// [`View::with_new_segment`] of a segment already open (an online add's segment of its
+    /// documents, `build::delta::map`).
+    pub fn with_open_segment(
+        &self,
+        entry: SegmentEntry,
+        seg: Segment,
+        new_sizes: &[u32],
+        extra_tombstones: &RoaringBitmap,
+    ) -> Result<View> {
+        let mut segments: Vec<LiveSegment> = self.segments.iter().map(LiveSegment::share).collect();
+        let mut frequent = self.frequent.clone();
+        frequent.add(&seg)?;
+        segments.push(LiveSegment {
+            entry,
+            seg: Arc::new(seg),
+        });
+        self.extended(segments, frequent, new_sizes, extra_tombstones)
+    }
+
+    /// This view's sizes and tombstones extended, over `segments` and `frequent`.
+    fn extended(
+        &self,
+        segments: Vec<LiveSegment>,
+        frequent: FrequentKeys,
+        new_sizes: &[u32],
+        extra_tombstones: &RoaringBitmap,
+    ) -> Result<View> {
         let by_doc = doc_ranges(&segments);
         let mut sizes = self.sizes.clone();
         sizes.extend_from_slice(new_sizes);

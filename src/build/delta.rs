@@ -5,7 +5,8 @@
 //!
 //! A delta document carries everything its segment stores, computed when it was added
 //! (`store::delta::DeltaDoc`): features, the SIMHASH tables' value, supershingles, 384-bit
-//! simhash and I-Match signatures. So this needs neither the catalog nor the methods' code:
+//! simhash and I-Match signatures; its megashingles are derived from its supershingles here,
+//! as ingest derives them (`method::writer`). So this needs neither the catalog nor the methods' code:
 //! it writes the same tables, in the same order, as ingest (`method::writer::MethodWriter`)
 //! for the enabled methods.
 //!
@@ -15,6 +16,7 @@
 use std::path::Path;
 
 use crate::error::Result;
+use crate::fingerprint::minhash::megashingles;
 use crate::options::methods::MethodOptions;
 use crate::segment::{self, Segment};
 use crate::sort::KeyDoc;
@@ -49,8 +51,12 @@ pub fn write(
         b.postings_table(segment::SUPERSHINGLES, &supers)?;
     }
     if methods.dsc.is_some_and(|d| d.megashingles) {
-        // Delta documents keep no megashingles: the table is written empty, as before.
-        b.postings_table(segment::MEGASHINGLES, &[])?;
+        // Derived from the stored supershingles, as `MethodWriter` derives them at ingest.
+        let mut megas: Vec<(u64, u32)> = with_words()
+            .flat_map(|(doc, d)| megashingles(&d.supers).into_iter().map(move |m| (m, *doc)))
+            .collect();
+        megas.sort_unstable();
+        b.postings_table(segment::MEGASHINGLES, &megas)?;
     }
     if methods.sim384 {
         let sims: Vec<(u32, [u64; 6])> = with_words()
@@ -94,11 +100,11 @@ pub fn map(
     if docs.is_empty() {
         return Ok(None);
     }
-    // A file of its own directly in the temporary directory (no folder per piece: a mkdir
+    // A file of its own directly in the scratch directory (no folder per piece: a mkdir
     // and rmdir per merge of the delta's pieces showed in the server's profile), named by
     // process and a counter, removed as soon as it is mapped.
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let dir = std::env::temp_dir();
+    let dir = scratch_dir();
     let name = loop {
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("ndd-delta-{}-{seq}.ndds", std::process::id());
@@ -117,6 +123,58 @@ pub fn map(
     Ok(Some(opened?))
 }
 
+/// Where [`map`] writes its private segments: `$TMPDIR` when set, else `/dev/shm` when it is
+/// a writable directory (memory: no file system journal or disk writes for a file that lives
+/// a moment: the server writes one per group commit and per merge of the delta's pieces),
+/// else the system's temporary directory. Each file is unlinked as soon as it is mapped; only
+/// a crash between the two leaves one behind (`ndd-delta-<pid>-<n>.ndds[.tmp]`): the first
+/// use in a process removes those of processes no longer running (`/proc/<pid>` absent).
+fn scratch_dir() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = pick_scratch_dir();
+        remove_stale_scratch(&dir);
+        dir
+    })
+    .clone()
+}
+
+fn pick_scratch_dir() -> std::path::PathBuf {
+    if std::env::var_os("TMPDIR").is_none() {
+        let shm = Path::new("/dev/shm");
+        let probe = shm.join(format!("ndd-probe-{}", std::process::id()));
+        if std::fs::write(&probe, b"").is_ok() {
+            let _ = std::fs::remove_file(&probe);
+            return shm.to_path_buf();
+        }
+    }
+    std::env::temp_dir()
+}
+
+/// Removes the scratch files [`map`] left in `dir` when a process crashed between writing
+/// and unlinking one: those named by a pid that `/proc` does not list (nothing without
+/// `/proc`; a live process with a reused pid keeps its name's files).
+fn remove_stale_scratch(dir: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("ndd-delta-")) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Writes `docs` as the private temporary segment `<dir>/<name>` (the folder is the
 /// caller's, and so is the file) and returns its manifest entry, with id 0.
 pub fn write_temp(
@@ -130,4 +188,38 @@ pub fn write_temp(
     let entry = built.entry(0, lo, hi);
     built.keep();
     Ok(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scratch files of processes that are gone are removed; this process's and other
+    /// files stay.
+    #[test]
+    fn stale_scratch_files_of_dead_processes_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let names = [
+            "ndd-delta-4000000000-3.ndds".to_string(),
+            "ndd-delta-4000000001-0.ndds.tmp".to_string(),
+            format!("ndd-delta-{me}-7.ndds"),
+            "ndd-delta-x-1.ndds".to_string(),
+            "other-file".to_string(),
+        ];
+        for n in &names {
+            std::fs::write(dir.path().join(n), b"x").unwrap();
+        }
+        remove_stale_scratch(dir.path());
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let mut want = vec![names[2].clone(), names[3].clone(), names[4].clone()];
+        want.sort();
+        if Path::new("/proc/self").exists() {
+            assert_eq!(left, want);
+        }
+    }
 }

@@ -44,6 +44,10 @@ pub struct ServeArgs {
     /// Most documents applied in one group commit.
     #[arg(long, value_name = "N", default_value_t = 512)]
     max_group: usize,
+    /// Milliseconds a small group commit waits for more inserts while the previous group's
+    /// WAL sync is in flight (0: none).
+    #[arg(long, value_name = "MS", default_value_t = 2.0)]
+    group_linger_ms: f64,
     /// Fold the delta into a segment once it holds N documents.
     #[arg(long, value_name = "N", default_value_t = ndd_index::lifecycle::add::DEFAULT_FOLD_DOCS)]
     fold_docs: u64,
@@ -82,6 +86,13 @@ pub fn serve(a: ServeArgs) -> Result<(), Error> {
     cfg.write_wait = secs("write-wait", a.write_wait)?;
     cfg.writer_idle = secs("writer-idle", a.writer_idle)?;
     cfg.max_group_docs = a.max_group.max(1);
+    if !(a.group_linger_ms.is_finite() && (0.0..=1000.0).contains(&a.group_linger_ms)) {
+        return Err(Error::InvalidArgument(format!(
+            "--group-linger-ms must be between 0 and 1000, got {}",
+            a.group_linger_ms
+        )));
+    }
+    cfg.group_linger = Duration::from_secs_f64(a.group_linger_ms / 1000.0);
     cfg.fold_docs = a.fold_docs.max(1);
     let writes = match (&cfg.token, cfg.listen.ip().is_loopback()) {
         (Some(_), _) => "writes need the bearer token",

@@ -221,12 +221,7 @@ impl Index {
         let mut n = self.read_new_docs(items, opts, batch_id, &mut s)?;
         self.finish_method_data(&mut n)?;
         s.phase_micros[0] += lap.next();
-        // The matching segment's file, directly in DIR/tmp (no folder per add: a mkdir and
-        // rmdir per group commit showed in the server's profile); the call's batch id makes
-        // the name unique, a crash's leftover is removed by the next writer's open.
-        let seg_name = format!("add-{batch_id}.ndds");
-        let tmp = RemoveOnDrop(self.tmp_dir().join(&seg_name));
-        let (view, pairs) = self.match_new_docs(&n, &seg_name, &mut lap, &mut s)?;
+        let (view, pairs) = self.match_new_docs(&n, &mut lap, &mut s)?;
         s.near_duplicate_pairs = pairs.len() as u64;
         let publish = Publish {
             name: &name,
@@ -234,7 +229,6 @@ impl Index {
             sync: opts.sync,
         };
         let clusters = self.publish_new_docs(&n, view, &pairs, &publish, &mut lap, &mut s)?;
-        drop(tmp);
 
         // Reports (cluster ids and partners are final now).
         let outcome = Outcome::new(
@@ -373,14 +367,13 @@ impl Index {
     }
 
     /// The "match" stage: the new documents against everything, themselves included, through
-    /// a small temporary segment of them, `DIR/tmp/<seg_name>` (`build::delta`, the delta's
-    /// own code).
+    /// a small private segment of them (`build::delta::map`, the delta's own code: a
+    /// scratch file mapped and unlinked at once).
     /// Returns the view they were matched in (replaced documents tombstoned) and the pairs at
     /// the cluster threshold. Times the "segment" and "match" phases.
     fn match_new_docs(
         &self,
         n: &NewDocs,
-        seg_name: &str,
         lap: &mut Lap,
         s: &mut AddSummary,
     ) -> Result<(View, Vec<Pair>)> {
@@ -400,17 +393,13 @@ impl Index {
                 .with_new_segment(Path::new(""), none, &[], &extra_tombs)?
         } else {
             let methods = &self.options().methods;
-            let tmp = self.tmp_dir();
-            let entry = delta_segment::write_temp(&tmp, seg_name, &n.delta_docs(), methods)?;
-            let sizes: Vec<u32> = n.news.iter().map(|(r, _)| r.features).collect();
-            let v = self
-                .view
-                .with_new_segment(&tmp.join(seg_name), entry, &sizes, &extra_tombs)?;
+            let (entry, seg) = delta_segment::map(&n.delta_docs(), methods, 0)?
+                .expect("the add has new documents");
             // Written by this call a moment ago: no need to check its blocks on first use.
-            if let Some(p) = v.segments.last() {
-                p.seg.assume_verified();
-            }
-            v
+            seg.assume_verified();
+            let sizes: Vec<u32> = n.news.iter().map(|(r, _)| r.features).collect();
+            self.view
+                .with_open_segment(entry, seg, &sizes, &extra_tombs)?
         };
         s.phase_micros[1] += lap.next();
         let cfg = PairsConfig {
@@ -605,15 +594,6 @@ struct Publish<'a> {
     name: &'a str,
     batch_id: u32,
     sync: bool,
-}
-
-/// A private temporary file, removed when dropped (its mapping stays valid).
-struct RemoveOnDrop(std::path::PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// A stopwatch of consecutive phases.

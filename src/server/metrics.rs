@@ -53,6 +53,9 @@ pub struct Metrics {
     /// WAL syncs of the sync thread (each covers every group commit written before it).
     pub wal_syncs: AtomicU64,
     pub wal_sync_micros: AtomicU64,
+    /// Requests a group took while waiting for more during the previous group's WAL sync
+    /// (the writer's linger).
+    pub linger_hits: AtomicU64,
     /// Inserts answered 503 because another process held the writer lock too long.
     pub writer_busy: AtomicU64,
     /// Snapshots installed (own publishes and another process's, seen by the watcher).
@@ -187,6 +190,11 @@ impl Metrics {
             "# HELP ndd_wal_syncs_total WAL syncs answering group commits.\n# TYPE ndd_wal_syncs_total counter\nndd_wal_syncs_total {}\n# HELP ndd_wal_sync_seconds_total Time in WAL syncs.\n# TYPE ndd_wal_sync_seconds_total counter\nndd_wal_sync_seconds_total {}",
             self.wal_syncs.load(Relaxed),
             self.wal_sync_micros.load(Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(
+            o,
+            "# HELP ndd_group_linger_requests_total Requests a group commit gathered while the previous group's WAL sync was in flight.\n# TYPE ndd_group_linger_requests_total counter\nndd_group_linger_requests_total {}",
+            self.linger_hits.load(Relaxed)
         );
         let _ = writeln!(
             o,

@@ -86,6 +86,9 @@ pub struct ServeConfig {
     /// Sync group commits on a second thread while the writer prepares the next group
     /// (`NDD_SERVE_INLINE_SYNC=1` turns it off, for comparison).
     pub pipeline_sync: bool,
+    /// How long a small group waits for more inserts while the previous group's WAL sync
+    /// is in flight (`WriterConfig::linger`).
+    pub group_linger: Duration,
 }
 
 impl ServeConfig {
@@ -108,6 +111,7 @@ impl ServeConfig {
             fold_docs: crate::lifecycle::add::DEFAULT_FOLD_DOCS,
             shutdown_grace: Duration::from_secs(30),
             pipeline_sync: std::env::var_os("NDD_SERVE_INLINE_SYNC").is_none_or(|v| v != "1"),
+            group_linger: Duration::from_millis(2),
         }
     }
 }
@@ -161,6 +165,7 @@ async fn serve(
             fold_docs: cfg.fold_docs,
             queue: 4096,
             pipeline_sync: cfg.pipeline_sync,
+            linger: cfg.group_linger,
         },
         Arc::clone(&snapshots),
         Arc::clone(&metrics),

@@ -83,6 +83,11 @@ pub struct WriterConfig {
     /// Sync the WAL on a second thread (the next group is prepared meanwhile); `false`:
     /// every group's write is synced by the writer itself before the next group starts.
     pub pipeline_sync: bool,
+    /// With `pipeline_sync`: while the previous group's sync is still in flight, a group of
+    /// fewer than `max_group_docs` documents waits up to this long for more requests (its
+    /// answer cannot come before that sync anyway). Larger groups pay the per-group costs
+    /// (snapshot, matching set-up, delta piece) for more documents. Zero: no waiting.
+    pub linger: Duration,
 }
 
 /// The handle request handlers use.
@@ -275,6 +280,11 @@ impl Syncer {
         }
     }
 
+    /// True while a job handed over is not answered yet (its WAL sync is in flight).
+    fn busy(&self) -> bool {
+        *self.in_flight.0.lock().unwrap_or_else(|p| p.into_inner()) > 0
+    }
+
     /// Waits until every job handed over is answered.
     fn wait(&self) {
         let (m, cv) = &*self.in_flight;
@@ -445,6 +455,28 @@ impl Writer {
         Ok(r?)
     }
 
+    /// The next request for a group being collected, when none is waiting: while the previous
+    /// group's WAL sync is in flight (the sync thread is busy), waits for one until `until`;
+    /// None once the sync is done, the time is up, or without a sync thread.
+    fn linger_recv(&self, until: Instant) -> Option<Op> {
+        let syncer = self.syncer.as_ref()?;
+        loop {
+            let now = Instant::now();
+            if now >= until || !syncer.busy() {
+                return None;
+            }
+            let slice = (until - now).min(Duration::from_micros(200));
+            match self.rx.recv_timeout(slice) {
+                Ok(op) => {
+                    self.metrics.linger_hits.fetch_add(1, Relaxed);
+                    return Some(op);
+                }
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
     /// Collects a group starting with `first`, applies it in one add, answers everyone.
     fn group_commit(&mut self, first: Op) {
         let mut group: Vec<(Vec<InsertDoc>, oneshot::Sender<InsertReply>, Instant)> = Vec::new();
@@ -452,6 +484,7 @@ impl Writer {
         let mut n = 0usize;
         let mut later: VecDeque<Op> = VecDeque::new();
         let mut next = Some(first);
+        let linger_until = Instant::now() + self.cfg.linger;
         while let Some(op) = next.take() {
             match op {
                 Op::Insert {
@@ -483,7 +516,10 @@ impl Writer {
             }
             next = match self.pending.pop_front() {
                 Some(op) => Some(op),
-                None => self.rx.try_recv().ok(),
+                None => match self.rx.try_recv() {
+                    Ok(op) => Some(op),
+                    Err(_) => self.linger_recv(linger_until),
+                },
             };
         }
         // Deferred requests go before anything still pending, in their order.

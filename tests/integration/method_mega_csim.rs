@@ -3,6 +3,7 @@
 //! reopening and compaction.
 
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
 use crate::common::*;
 use ndd_index::canonicalize::{canonicalize, DocFormat};
@@ -107,5 +108,84 @@ fn megashingles_and_c_only_match_brute_force() {
     let c2 = pairs("c-sim", &[]);
     assert!(
         c2.is_superset(&want) && c2.contains(&("b00.txt".to_string(), "b00v9.txt".to_string()))
+    );
+}
+
+/// Documents added online (`add`: the delta) keep their megashingles: before and after the
+/// fold into a segment, megashingle pairs and queries answer as in an index that ingested the
+/// same documents in one batch (the delta once wrote an empty MEGASHINGLES table).
+#[test]
+fn online_adds_keep_megashingles_through_the_fold() {
+    let docs = corpus();
+    let batch = TestIndex::new("mega-batch");
+    let online = TestIndex::new("mega-online");
+    let all = batch.work().join("all");
+    let first = online.work().join("first");
+    let rest = online.work().join("rest");
+    for d in [&all, &first, &rest] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    for (i, (k, t)) in docs.iter().enumerate() {
+        std::fs::write(all.join(k), t).unwrap();
+        let half = if i < 16 { &first } else { &rest };
+        std::fs::write(half.join(k), t).unwrap();
+    }
+    let methods = ["--methods", "dsc-ss,megashingle"];
+    batch.ingest(&[&all], &methods);
+    online.ingest(&[&first], &methods);
+    // The other 48 documents in adds of 8 (several delta pieces).
+    let online = online.in_dir(&rest);
+    let keys: Vec<&str> = docs[16..].iter().map(|(k, _)| k.as_str()).collect();
+    for chunk in keys.chunks(8) {
+        let (_, summary) = online.add(chunk, &["--fold-docs", "1000"]);
+        assert_eq!(summary["added"], 8, "{summary}");
+    }
+    assert_eq!(online.verify()["delta_documents"], 48);
+
+    let mega = |ix: &TestIndex| pair_keys(&ix.pairs_with(&["--method", "megashingle"]));
+    let want = mega(&batch);
+    assert_eq!(want, pair_keys(&batch.pairs_with(&["--method", "dsc-ss"])));
+    let added: BTreeSet<&str> = keys.iter().copied().collect();
+    assert!(
+        want.iter()
+            .filter(|(a, b)| added.contains(a.as_str()) && added.contains(b.as_str()))
+            .count()
+            >= 10,
+        "too few pairs among the added documents: {want:?}"
+    );
+    // Probes among the added documents (b04.., b10..), answered by their keys.
+    let probes: Vec<PathBuf> = ["b04.txt", "b07v1.txt", "b10v2.txt", "b15.txt"]
+        .iter()
+        .map(|k| all.join(k))
+        .collect();
+    let matched = |ix: &TestIndex| -> Vec<BTreeSet<String>> {
+        ix.query(&probes, &["--method", "megashingle"])
+            .iter()
+            .map(|a| {
+                let m = a["hits"].as_array().expect("hits");
+                m.iter()
+                    .map(|x| x["key"].as_str().expect("key").to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let want_q = matched(&batch);
+    assert!(
+        want_q.iter().filter(|m| m.len() >= 2).count() >= 3,
+        "probes find their variants: {want_q:?}"
+    );
+    assert_eq!(mega(&online), want, "megashingle pairs with the delta");
+    assert_eq!(
+        matched(&online),
+        want_q,
+        "megashingle queries with the delta"
+    );
+    online.compact(&[]);
+    assert_eq!(online.verify()["delta_documents"], 0);
+    assert_eq!(mega(&online), want, "megashingle pairs after the fold");
+    assert_eq!(
+        matched(&online),
+        want_q,
+        "megashingle queries after the fold"
     );
 }
