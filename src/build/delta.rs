@@ -100,11 +100,27 @@ pub fn map(
     if docs.is_empty() {
         return Ok(None);
     }
+    match map_in(&scratch_dir(), docs, methods, id) {
+        // A full or failing memory file system (a small /dev/shm in a container) must not
+        // fail the add: the system's temporary directory takes the piece instead.
+        Err(_) if std::env::var_os("TMPDIR").is_none() && scratch_dir() != std::env::temp_dir() => {
+            map_in(&std::env::temp_dir(), docs, methods, id)
+        }
+        other => other,
+    }
+}
+
+fn map_in(
+    dir: &Path,
+    docs: &[(u32, DeltaDoc)],
+    methods: &MethodOptions,
+    id: u64,
+) -> Result<Option<(SegmentEntry, Segment)>> {
     // A file of its own directly in the scratch directory (no folder per piece: a mkdir
     // and rmdir per merge of the delta's pieces showed in the server's profile), named by
     // process and a counter, removed as soon as it is mapped.
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let dir = scratch_dir();
+    let dir = dir.to_path_buf();
     let name = loop {
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("ndd-delta-{}-{seq}.ndds", std::process::id());
@@ -126,7 +142,8 @@ pub fn map(
 /// Where [`map`] writes its private segments: `$TMPDIR` when set, else `/dev/shm` when it is
 /// a writable directory (memory: no file system journal or disk writes for a file that lives
 /// a moment: the server writes one per group commit and per merge of the delta's pieces),
-/// else the system's temporary directory. Each file is unlinked as soon as it is mapped; only
+/// else the system's temporary directory (which [`map`] also falls back to when writing in
+/// /dev/shm fails, e.g. a container's small one is full). Each file is unlinked as soon as it is mapped; only
 /// a crash between the two leaves one behind (`ndd-delta-<pid>-<n>.ndds[.tmp]`): the first
 /// use in a process removes those of processes no longer running (`/proc/<pid>` absent).
 fn scratch_dir() -> std::path::PathBuf {
