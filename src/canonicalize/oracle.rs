@@ -225,37 +225,13 @@ mod tests {
     /// Every page of the shared llvm-docs corpus (skipped, with a notice, when it is absent).
     #[test]
     fn oracle_agrees_on_the_shared_corpus() {
-        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/corpus/llvm-docs/docs.tar.zst");
-        if !corpus.exists() {
-            eprintln!("NOTICE: {} absent; skipping", corpus.display());
+        let (mut known, mut failures) = (0, Vec::new());
+        let Some(pages) = crate::canonicalize::tests::for_each_corpus_page(|path, bytes| {
+            known += known_difference(&bytes) as usize;
+            compare(&path.display().to_string(), &bytes, &mut failures);
+        }) else {
             return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let st = std::process::Command::new("tar")
-            .arg("--zstd")
-            .arg("-xf")
-            .arg(&corpus)
-            .arg("-C")
-            .arg(dir.path())
-            .status()
-            .expect("run tar (is zstd installed? run tools/setup.sh)");
-        assert!(st.success());
-        let mut stack = vec![dir.path().to_owned()];
-        let (mut pages, mut known, mut failures) = (0, 0, Vec::new());
-        while let Some(p) = stack.pop() {
-            for e in std::fs::read_dir(&p).unwrap() {
-                let path = e.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                let bytes = std::fs::read(&path).unwrap();
-                pages += 1;
-                known += known_difference(&bytes) as usize;
-                compare(&path.display().to_string(), &bytes, &mut failures);
-            }
-        }
+        };
         assert!(pages > 3000, "{pages} pages");
         eprintln!("oracle: {pages} corpus pages compared, {known} with <select> markup");
         assert!(

@@ -541,51 +541,28 @@ mod tests {
     /// random places, then truncated): skipped, with a notice, when the corpus is absent.
     #[test]
     fn fast_scanner_equals_html5gum_on_the_shared_corpus() {
-        let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/corpus/llvm-docs/docs.tar.zst");
-        if !corpus.exists() {
-            eprintln!("NOTICE: {} absent; skipping", corpus.display());
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let st = std::process::Command::new("tar")
-            .arg("--zstd")
-            .arg("-xf")
-            .arg(&corpus)
-            .arg("-C")
-            .arg(dir.path())
-            .status()
-            .expect("run tar (is zstd installed? run tools/setup.sh)");
-        assert!(st.success());
-        let mut stack = vec![dir.path().to_owned()];
-        let mut pages = 0u64;
-        while let Some(p) = stack.pop() {
-            for e in std::fs::read_dir(&p).unwrap() {
-                let path = e.unwrap().path();
-                if path.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                let bytes = std::fs::read(&path).unwrap();
-                let what = path.display().to_string();
-                same(&bytes, &what);
-                // Mutations: pieces at pseudo-random positions, and a truncated copy.
-                let mut x = pages.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
-                let mut m = bytes.clone();
-                for _ in 0..8 {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let at = (x % (m.len() as u64 + 1)) as usize;
-                    let piece = PIECES[((x >> 32) % PIECES.len() as u64) as usize];
-                    m.splice(at..at, piece.bytes());
-                }
-                same(&m, &format!("{what} (mutated)"));
-                let cut = (x % (m.len() as u64 + 1)) as usize;
-                same(&m[..cut], &format!("{what} (mutated, cut at {cut})"));
-                pages += 1;
+        let mut seen = 0u64;
+        let Some(pages) = crate::canonicalize::tests::for_each_corpus_page(|path, bytes| {
+            let what = path.display().to_string();
+            same(&bytes, &what);
+            // Mutations: pieces at pseudo-random positions, and a truncated copy.
+            let mut x = seen.wrapping_mul(0x2545_F491_4F6C_DD1D) | 1;
+            let mut m = bytes.clone();
+            for _ in 0..8 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let at = (x % (m.len() as u64 + 1)) as usize;
+                let piece = PIECES[((x >> 32) % PIECES.len() as u64) as usize];
+                m.splice(at..at, piece.bytes());
             }
-        }
+            same(&m, &format!("{what} (mutated)"));
+            let cut = (x % (m.len() as u64 + 1)) as usize;
+            same(&m[..cut], &format!("{what} (mutated, cut at {cut})"));
+            seen += 1;
+        }) else {
+            return;
+        };
         assert!(pages > 3000, "{pages} pages");
     }
 }

@@ -252,11 +252,36 @@ fn golden_examples_of_the_spec() {
 /// and on the body text the tree builder extracts from them.
 #[test]
 fn word_fast_path_equals_reference_on_the_shared_corpus() {
+    let Some(pages) = for_each_corpus_page(|path, bytes| {
+        let mut body = Vec::new();
+        let mut tree = tree::Tree::new();
+        scan::parse(&bytes, &mut tree);
+        tree.body_text(&bytes, &mut body);
+        for input in [&bytes, &body] {
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            words::append_words(input, &mut fast);
+            words::append_words_reference(input, &mut slow);
+            assert!(
+                fast == slow,
+                "{}: the fast word pass differs",
+                path.display()
+            );
+        }
+    }) else {
+        return;
+    };
+    assert!(pages > 3000, "{pages} pages");
+}
+
+/// Calls `f(path, bytes)` for every page of the shared llvm-docs corpus (extracted to a
+/// temporary folder) and returns how many pages there were; None, with a notice, when the
+/// corpus is absent.
+pub(super) fn for_each_corpus_page(mut f: impl FnMut(&std::path::Path, Vec<u8>)) -> Option<u64> {
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../shared/corpus/llvm-docs/docs.tar.zst");
     if !corpus.exists() {
         eprintln!("NOTICE: {} absent; skipping", corpus.display());
-        return;
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
     let st = std::process::Command::new("tar")
@@ -278,24 +303,11 @@ fn word_fast_path_equals_reference_on_the_shared_corpus() {
                 continue;
             }
             let bytes = std::fs::read(&path).unwrap();
-            let mut body = Vec::new();
-            let mut tree = tree::Tree::new();
-            scan::parse(&bytes, &mut tree);
-            tree.body_text(&bytes, &mut body);
-            for input in [&bytes, &body] {
-                let (mut fast, mut slow) = (Vec::new(), Vec::new());
-                words::append_words(input, &mut fast);
-                words::append_words_reference(input, &mut slow);
-                assert!(
-                    fast == slow,
-                    "{}: the fast word pass differs",
-                    path.display()
-                );
-            }
+            f(&path, bytes);
             pages += 1;
         }
     }
-    assert!(pages > 3000, "{pages} pages");
+    Some(pages)
 }
 
 fn main_text(s: &str) -> String {

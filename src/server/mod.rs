@@ -719,22 +719,7 @@ async fn run_query(
     body: Bytes,
     req: QueryRequest,
 ) -> std::result::Result<QueryResult, ApiError> {
-    let snap = st.snapshots.get();
-    if body.len() <= 256 << 10 {
-        let r = snap.query(&name, &body, &req);
-        // A snapshot replaced meanwhile is released on the release thread, not here.
-        st.snapshots.put_back(snap);
-        return Ok(r?);
-    }
-    let snaps = Arc::clone(&st.snapshots);
-    tokio::task::spawn_blocking(move || {
-        let r = snap.query(&name, &body, &req);
-        snaps.put_back(snap);
-        r
-    })
-    .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
-    .map_err(ApiError::from)
+    on_snapshot(st, body.len(), move |snap| snap.query(&name, &body, &req)).await
 }
 
 /// [`run_query`] for a check-and-insert: the answer and the page prepared for the writer.
@@ -744,16 +729,29 @@ async fn run_check(
     body: Bytes,
     req: QueryRequest,
 ) -> std::result::Result<(QueryResult, Option<PreparedDoc>), ApiError> {
+    on_snapshot(st, body.len(), move |snap| {
+        snap.query_to_insert(&key, &body, &req)
+    })
+    .await
+}
+
+/// Runs `work` on the current snapshot: inline for pages up to 256 KiB, on the blocking pool
+/// above. The snapshot goes back to [`Snapshots::put_back`], so one replaced meanwhile is
+/// released on the release thread, never by a request.
+async fn on_snapshot<R: Send + 'static>(
+    st: &AppState,
+    body_len: usize,
+    work: impl FnOnce(&Index) -> Result<R> + Send + 'static,
+) -> std::result::Result<R, ApiError> {
     let snap = st.snapshots.get();
-    if body.len() <= 256 << 10 {
-        let r = snap.query_to_insert(&key, &body, &req);
-        // A snapshot replaced meanwhile is released on the release thread, not here.
+    if body_len <= 256 << 10 {
+        let r = work(&snap);
         st.snapshots.put_back(snap);
         return Ok(r?);
     }
     let snaps = Arc::clone(&st.snapshots);
     tokio::task::spawn_blocking(move || {
-        let r = snap.query_to_insert(&key, &body, &req);
+        let r = work(&snap);
         snaps.put_back(snap);
         r
     })
