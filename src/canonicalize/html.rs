@@ -152,28 +152,19 @@ fn find(input: &[u8], absent: u64, needle: &[u8]) -> Option<usize> {
     found.map(|i| i + short)
 }
 
-impl<'a> Reader for FastReader<'a> {
-    type Error = Infallible;
-
+impl<'a> FastReader<'a> {
     #[inline(always)]
-    fn read_byte(&mut self) -> Result<Option<u8>, Infallible> {
-        match self.input.split_first() {
-            Some((&b, rest)) => {
-                self.input = rest;
-                Ok(Some(b))
-            }
-            None => Ok(None),
-        }
+    fn next_byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.input.split_first()?;
+        self.input = rest;
+        Some(b)
     }
 
+    /// The input up to the first byte of `needle` (at least one byte), or all of it.
     #[inline(always)]
-    fn read_until<'b>(
-        &'b mut self,
-        needle: &[u8],
-        _: &'b mut [u8; 4],
-    ) -> Result<Option<&'b [u8]>, Infallible> {
+    fn chunk_until(&mut self, needle: &[u8]) -> Option<&'a [u8]> {
         if self.input.is_empty() {
-            return Ok(None);
+            return None;
         }
         let len = match find(self.input, self.absent, needle) {
             Some(0) => 1,
@@ -182,18 +173,41 @@ impl<'a> Reader for FastReader<'a> {
         };
         let (chunk, rest) = self.input.split_at(len);
         self.input = rest;
-        Ok(Some(chunk))
+        Some(chunk)
+    }
+
+    #[inline(always)]
+    fn skip_string(&mut self, s: &[u8], case_sensitive: bool) -> bool {
+        match self.input.get(..s.len()) {
+            Some(head) if head == s || (!case_sensitive && head.eq_ignore_ascii_case(s)) => {
+                self.input = &self.input[s.len()..];
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl<'a> Reader for FastReader<'a> {
+    type Error = Infallible;
+
+    #[inline(always)]
+    fn read_byte(&mut self) -> Result<Option<u8>, Infallible> {
+        Ok(self.next_byte())
+    }
+
+    #[inline(always)]
+    fn read_until<'b>(
+        &'b mut self,
+        needle: &[u8],
+        _: &'b mut [u8; 4],
+    ) -> Result<Option<&'b [u8]>, Infallible> {
+        Ok(self.chunk_until(needle))
     }
 
     #[inline(always)]
     fn try_read_string(&mut self, s: &[u8], case_sensitive: bool) -> Result<bool, Infallible> {
-        match self.input.get(..s.len()) {
-            Some(head) if head == s || (!case_sensitive && head.eq_ignore_ascii_case(s)) => {
-                self.input = &self.input[s.len()..];
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
+        Ok(self.skip_string(s, case_sensitive))
     }
 }
 
@@ -204,18 +218,26 @@ struct CellReader<'a, 'c> {
     absent: u64,
 }
 
+impl<'a, 'c> CellReader<'a, 'c> {
+    /// Runs `f` on a `FastReader` over the cell's input and stores where it stopped.
+    #[inline(always)]
+    fn with<R>(&mut self, f: impl FnOnce(&mut FastReader<'a>) -> R) -> R {
+        let mut r = FastReader {
+            input: self.input.get(),
+            absent: self.absent,
+        };
+        let out = f(&mut r);
+        self.input.set(r.input);
+        out
+    }
+}
+
 impl<'a, 'c> Reader for CellReader<'a, 'c> {
     type Error = Infallible;
 
     #[inline(always)]
     fn read_byte(&mut self) -> Result<Option<u8>, Infallible> {
-        match self.input.get().split_first() {
-            Some((&b, rest)) => {
-                self.input.set(rest);
-                Ok(Some(b))
-            }
-            None => Ok(None),
-        }
+        Ok(self.with(|r| r.next_byte()))
     }
 
     #[inline(always)]
@@ -224,30 +246,12 @@ impl<'a, 'c> Reader for CellReader<'a, 'c> {
         needle: &[u8],
         _: &'b mut [u8; 4],
     ) -> Result<Option<&'b [u8]>, Infallible> {
-        let input = self.input.get();
-        if input.is_empty() {
-            return Ok(None);
-        }
-        let len = match find(input, self.absent, needle) {
-            Some(0) => 1,
-            Some(i) => i,
-            None => input.len(),
-        };
-        let (chunk, rest) = input.split_at(len);
-        self.input.set(rest);
-        Ok(Some(chunk))
+        Ok(self.with(|r| r.chunk_until(needle)))
     }
 
     #[inline(always)]
     fn try_read_string(&mut self, s: &[u8], case_sensitive: bool) -> Result<bool, Infallible> {
-        let input = self.input.get();
-        match input.get(..s.len()) {
-            Some(head) if head == s || (!case_sensitive && head.eq_ignore_ascii_case(s)) => {
-                self.input.set(&input[s.len()..]);
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
+        Ok(self.with(|r| r.skip_string(s, case_sensitive)))
     }
 }
 
