@@ -360,6 +360,9 @@ impl<'v> Matcher<'v> {
 #[path = "absent_first.rs"]
 mod absent_first;
 
+#[path = "per_segment.rs"]
+pub(super) mod per_segment;
+
 #[cfg(test)]
 #[path = "matcher_tests.rs"]
 mod tests;

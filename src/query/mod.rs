@@ -2,6 +2,7 @@
 
 mod matcher;
 
+pub use matcher::per_segment::{SegmentProbes, NEW_SEGMENTS};
 pub use matcher::{Match, Matcher, Scratch};
 
 use serde::Serialize;

@@ -25,7 +25,7 @@ use rayon::slice::ParallelSliceMut;
 
 use crate::error::{Error, IoResultExt, Result};
 pub use merge::SortedStream;
-pub use record::{DocPair, KeyDoc, Record};
+pub use record::{DocPair, KeyDoc, ProbeRecord, Record};
 pub use run::remove_stale_runs;
 
 /// The default memory budget of sorts and joins: a quarter of physical memory (from

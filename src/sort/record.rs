@@ -18,7 +18,8 @@ pub trait Record: Copy + Ord + Send + Sync + 'static {
     /// Encoded width in bytes (> 0).
     const SIZE: usize;
     /// Record kind stored in the run-file header, so a run of one kind is never read as another.
-    /// 1 = [`KeyDoc`], 2 = [`DocPair`]; other implementors pick an unused value.
+    /// 1 = [`KeyDoc`], 2 = [`DocPair`], 4 = [`ProbeRecord`] (3 is the join's verified pair);
+    /// other implementors pick an unused value.
     const KIND: u32;
     /// Writes the record into `out[..SIZE]`.
     fn encode(&self, out: &mut [u8]);
@@ -50,6 +51,40 @@ impl Record for KeyDoc {
         KeyDoc {
             key: LittleEndian::read_u64(&bytes[0..8]),
             doc: LittleEndian::read_u32(&bytes[8..12]),
+        }
+    }
+}
+
+/// A probe of the merge join with the segments it is for (`src/pipeline/join.rs`,
+/// per-segment probes): probing document `doc` looks `key` up in the segments whose bit
+/// is set in `segs` (bit assignment: [`crate::query::Matcher::segment_bits`]). Order: key,
+/// then doc, then segs.
+///
+/// Encoding (16 bytes): `key: u64 LE`, `doc: u32 LE`, `segs: u32 LE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ProbeRecord {
+    pub key: u64,
+    pub doc: u32,
+    pub segs: u32,
+}
+
+impl Record for ProbeRecord {
+    const SIZE: usize = 16;
+    const KIND: u32 = 4;
+
+    #[inline]
+    fn encode(&self, out: &mut [u8]) {
+        LittleEndian::write_u64(&mut out[0..8], self.key);
+        LittleEndian::write_u32(&mut out[8..12], self.doc);
+        LittleEndian::write_u32(&mut out[12..16], self.segs);
+    }
+
+    #[inline]
+    fn decode(bytes: &[u8]) -> Self {
+        ProbeRecord {
+            key: LittleEndian::read_u64(&bytes[0..8]),
+            doc: LittleEndian::read_u32(&bytes[8..12]),
+            segs: LittleEndian::read_u32(&bytes[12..16]),
         }
     }
 }
@@ -102,6 +137,27 @@ mod tests {
                 doc: 0x0A0B_0C0D
             }
         );
+    }
+
+    #[test]
+    fn probe_record_encoding_is_key_doc_segs_le() {
+        let mut buf = [0u8; 16];
+        let r = ProbeRecord {
+            key: 0x0102_0304_0506_0708,
+            doc: 0x0A0B_0C0D,
+            segs: 0x8000_0003,
+        };
+        r.encode(&mut buf);
+        assert_eq!(
+            buf,
+            [8, 7, 6, 5, 4, 3, 2, 1, 0x0D, 0x0C, 0x0B, 0x0A, 3, 0, 0, 0x80]
+        );
+        assert_eq!(ProbeRecord::decode(&buf), r);
+        // Order: key, then doc, then segs.
+        let at = |key, doc, segs| ProbeRecord { key, doc, segs };
+        assert!(at(1, 9, 9) < at(256, 0, 0));
+        assert!(at(5, 1, 9) < at(5, 2, 0));
+        assert!(at(5, 1, 1) < at(5, 1, 2));
     }
 
     #[test]

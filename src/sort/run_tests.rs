@@ -70,12 +70,17 @@ fn default_blocks_are_about_64_kib() {
 /// Hex bytes of the golden example in the spec (between the golden markers; `#` starts a
 /// comment), so the spec and the writer cannot drift apart.
 fn spec_golden() -> Vec<u8> {
+    spec_golden_named("golden")
+}
+
+/// The hex bytes between `<!-- NAME:begin -->` and `<!-- NAME:end -->` in the spec.
+fn spec_golden_named(name: &str) -> Vec<u8> {
     let spec = include_str!("../../format-spec/sort-run.md");
     let start = spec
-        .find("<!-- golden:begin -->")
+        .find(&format!("<!-- {name}:begin -->"))
         .expect("golden begin marker in spec");
     let end = spec
-        .find("<!-- golden:end -->")
+        .find(&format!("<!-- {name}:end -->"))
         .expect("golden end marker in spec");
     let mut out = Vec::new();
     for line in spec[start..end].lines().skip(1) {
@@ -108,6 +113,36 @@ fn writer_output_matches_golden_bytes_in_spec() {
         "writer output differs from format-spec/sort-run.md"
     );
     assert_eq!(read_all::<DocPair>(run.file.path()).unwrap(), recs);
+}
+
+#[test]
+fn probe_record_run_matches_golden_bytes_in_spec() {
+    use crate::sort::ProbeRecord;
+    let dir = tempfile::tempdir().unwrap();
+    let recs = [
+        ProbeRecord {
+            key: 1,
+            doc: 2,
+            segs: 1,
+        },
+        ProbeRecord {
+            key: 0x0100,
+            doc: 0,
+            segs: 0x8000_0002,
+        },
+    ];
+    let run = write_run(dir.path(), &recs, 2);
+    let bytes = std::fs::read(run.file.path()).unwrap();
+    assert_eq!(
+        bytes,
+        spec_golden_named("golden-kind4"),
+        "writer output differs from format-spec/sort-run.md (kind 4)"
+    );
+    assert_eq!(read_all::<ProbeRecord>(run.file.path()).unwrap(), recs);
+    // A run of another kind is not read as probe records, nor this one as another kind.
+    assert!(read_all::<KeyDoc>(run.file.path()).is_err());
+    let keydocs = write_run(dir.path(), &keydocs(3), 2);
+    assert!(read_all::<ProbeRecord>(keydocs.file.path()).is_err());
 }
 
 // Damage is applied in place (pwrite / set_len): rewriting a file from scratch costs
