@@ -153,7 +153,11 @@ fn absent_first_finds_the_same_pairs_and_reads_fewer_old_blocks() {
             absent_first: false,
             ..PairsConfig::new(sample, t.parse().unwrap())
         };
-        let cfg = PairsConfig::new(sample, t.parse().unwrap());
+        // One absent-first set for all segments (per-segment probes: per_segment_tests.rs).
+        let cfg = PairsConfig {
+            per_segment: false,
+            ..PairsConfig::new(sample, t.parse().unwrap())
+        };
         let want = brute(view, &cfg, lo..hi, lo);
         if t != "0.95" {
             // recrawls x near copies, near copies x (original, copy), within-batch duplicates
@@ -293,6 +297,7 @@ fn planner_estimates_blocks_from_the_covered_key_range() {
     for absent_first in [false, true] {
         let cfg = PairsConfig {
             absent_first,
+            per_segment: false,
             ..PairsConfig::new(sample, "0.8".parse().unwrap())
         };
         let sort = SortOptions::new(64 << 20, &tmpdir);

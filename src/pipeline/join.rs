@@ -5,13 +5,18 @@
 //! It finds exactly the pairs of [`super::pairs::for_each_pair_block`] (the same prefix filter,
 //! the same verification), but turns the per-document random lookups into sequential passes:
 //!
-//! 1. **Probe records.** Each probing document `a` chooses its probe keys (the `|A| - m + 1`
-//!    rarest features, [`Matcher::choose_probes`]) and emits `(key, a)`; an external sort orders
-//!    them by key.
+//! 1. **Probe records.** Each probing document `a` chooses its probe keys per segment
+//!    ([`Matcher::choose_segment_probes`], `src/query/per_segment.rs`: `|A| - m + 1` keys per
+//!    segment, the ones an old segment rules out first, so a page whose relatives live in one
+//!    old segment looks keys up only there) and emits `(key, a, segments)` records
+//!    ([`ProbeRecord`]); an external sort orders them by key. A batch matched against the
+//!    whole index at once (`older_than` 0), a commonality limit or adaptive sampling keep one
+//!    probe set for all segments (every bit set).
 //! 2. **Merge join.** The sorted probe stream is joined with every segment's POSTINGS table
 //!    through a forward-only [`Seeker`]: each segment is read once, at increasing offsets, and
-//!    only in the blocks whose key filter (table `POSTINGS_FILTER`) admits a probe key: a key
-//!    the filter rules out costs three bytes of the filter, no block read. Each
+//!    only for the keys some record asks of it, in the blocks whose key filter (table
+//!    `POSTINGS_FILTER`) admits the key: a key the filter rules out costs three bytes of the
+//!    filter, no block read. Each
 //!    posting `d` of a probed key gives a candidate `(d, a)` when `a` is allowed to pair with it
 //!    (`d > a`, or `d` older than the batch); a second external sort orders the candidates by
 //!    partner and drops repeats (a pair sharing several probe keys).
@@ -30,9 +35,9 @@ use byteorder::{ByteOrder, LittleEndian};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::query::{Match, Scratch};
+use crate::query::{Match, Scratch, SegmentProbes};
 use crate::segment::{self, Seeker};
-use crate::sort::{DocPair, ExternalSorter, KeyDoc, Record, SortOptions};
+use crate::sort::{DocPair, ExternalSorter, ProbeRecord, Record, SortOptions};
 use crate::view::View;
 
 use super::plan::{Pair, PairsConfig, PairsStats};
@@ -136,7 +141,13 @@ pub fn join_pairs(
     };
 
     // 1. Probe records, sorted by key.
-    let mut probes = ExternalSorter::<KeyDoc>::new(half.clone())?;
+    let per_segment = cfg.per_segment && matcher.per_segment();
+    let bits: Vec<u32> = if per_segment {
+        matcher.segment_bits()
+    } else {
+        vec![u32::MAX; view.segments.len()]
+    };
+    let mut probes = ExternalSorter::<ProbeRecord>::new(half.clone())?;
     let end = docs.end.min(view.doc_ids());
     let mut lo = docs.start;
     while lo < end {
@@ -144,23 +155,39 @@ pub fn join_pairs(
         let ids: Vec<u32> = (lo..hi)
             .filter(|&d| view.is_live(d) && view.size(d) > 0)
             .collect();
-        let chunks: Vec<Result<(Vec<KeyDoc>, Scratch)>> = ids
+        let chunks: Vec<Result<(Vec<ProbeRecord>, Scratch, SegmentProbes)>> = ids
             .par_chunks(64)
             .map_init(
-                || (Scratch::new(0), Vec::new()),
-                |(scratch, x), chunk| {
+                || (Scratch::new(0), SegmentProbes::default(), Vec::new()),
+                |(scratch, sp, x), chunk| {
                     let mut out = Vec::new();
                     for &a in chunk {
-                        if view.features_into(a, x)? && matcher.choose_probes(x, scratch)? {
-                            out.extend(scratch.probes().map(|key| KeyDoc { key, doc: a }));
+                        if !view.features_into(a, x)? {
+                            continue;
+                        }
+                        if per_segment {
+                            if matcher.choose_segment_probes(x, scratch, sp)? {
+                                out.extend(sp.probes.iter().map(|&(key, segs)| ProbeRecord {
+                                    key,
+                                    doc: a,
+                                    segs,
+                                }));
+                            }
+                        } else if matcher.choose_probes(x, scratch)? {
+                            out.extend(scratch.probes().map(|key| ProbeRecord {
+                                key,
+                                doc: a,
+                                segs: u32::MAX,
+                            }));
                         }
                     }
-                    Ok((out, Scratch::counters_only(scratch)))
+                    Ok((out, Scratch::counters_only(scratch), sp.take_counters()))
                 },
             )
             .collect();
         for c in chunks {
-            let (recs, s) = c?;
+            let (recs, s, sp) = c?;
+            stats.add_per_segment(&sp);
             stats.max_df_probes_cut += s.probes_cut;
             stats.max_df_keys_cut += s.keys_cut;
             stats.max_df_postings_skipped += s.postings_skipped;
@@ -185,15 +212,20 @@ pub fn join_pairs(
         .iter()
         .map(|s| s.seg.seeker(segment::POSTINGS))
         .collect();
-    let mut probers: Vec<u32> = Vec::new();
+    // (probing document, its segment bits) of the current key.
+    let mut probers: Vec<(u32, u32)> = Vec::new();
     let mut cur: Option<u64> = None;
     let join_key = |key: u64,
-                    probers: &[u32],
+                    probers: &[(u32, u32)],
                     seekers: &mut [Seeker<'_>],
                     cands: &mut ExternalSorter<DocPair>,
                     stats: &mut PairsStats|
      -> Result<()> {
-        for sk in seekers.iter_mut() {
+        let asked = probers.iter().fold(0u32, |u, &(_, s)| u | s);
+        for (sk, &bit) in seekers.iter_mut().zip(&bits) {
+            if asked & bit == 0 {
+                continue; // no prober needs this segment for this key (per-segment probes)
+            }
             let Some(list) = sk.seek_postings(key)? else {
                 continue;
             };
@@ -202,8 +234,8 @@ pub fn join_pairs(
                 if view.tombstones.contains(d) {
                     continue;
                 }
-                for &a in probers {
-                    if d != a && (d > a || d < older_than) {
+                for &(a, segs) in probers {
+                    if segs & bit != 0 && d != a && (d > a || d < older_than) {
                         cands.push(DocPair { a: d, b: a })?;
                     }
                 }
@@ -220,7 +252,7 @@ pub fn join_pairs(
             cur = Some(rec.key);
             probers.clear();
         }
-        probers.push(rec.doc);
+        probers.push((rec.doc, rec.segs));
     }
     if let Some(k) = cur {
         join_key(k, &probers, &mut seekers, &mut cands, &mut stats)?;
@@ -456,7 +488,12 @@ mod tests {
         let sample = ix.options().sample().unwrap();
         let tmpdir = tmp.path().join("sort");
         for t in ["0.5", "0.8"] {
-            let cfg = PairsConfig::new(sample, t.parse().unwrap());
+            // One probe set for all segments: the join's key filters answer the old
+            // segment's absent keys (per-segment probes never ask it for them; compared below).
+            let cfg = PairsConfig {
+                per_segment: false,
+                ..PairsConfig::new(sample, t.parse().unwrap())
+            };
             let range = lo..view.doc_ids();
             let mut want = Vec::new();
             for_each_pair_block(view, &cfg, range.clone(), lo, |b| {
@@ -492,6 +529,21 @@ mod tests {
                     "{} of {blocks} blocks read",
                     s.blocks_read
                 );
+                // Per-segment probes: the same pairs, no more blocks, and the old segment is
+                // asked only for keys it may hold.
+                let per = PairsConfig {
+                    per_segment: true,
+                    ..cfg
+                };
+                let mut got = Vec::new();
+                let ps = join_pairs(view, &per, &sort, range.clone(), lo, |b| {
+                    got.extend_from_slice(b);
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(pairs(&got), pairs(&want), "per-segment t {t} mem {mem}");
+                assert!(ps.blocks_read <= s.blocks_read, "{ps:?} {s:?}");
+                assert!(ps.docs_no_old >= 38, "{ps:?}");
                 // The planner sees the same: far fewer surviving lookups than probe keys x segments.
                 let p = crate::pipeline::plan::plan(view, &cfg, range.clone(), lo, mem);
                 assert!(

@@ -43,3 +43,5 @@ pub(crate) fn word_pages_index(
 
 #[cfg(test)]
 mod absent_first_tests;
+#[cfg(test)]
+mod per_segment_tests;

@@ -48,8 +48,16 @@ pub struct PairsStats {
     pub probes_absent: u64,
     /// Absent-first: probing documents whose probes are all absent from the old segments.
     pub docs_absent: u64,
-    /// Absent-first: (key, old segment) key-filter checks made to rank the probe keys.
+    /// Absent-first: (key, old segment) key-filter checks made to rank the probe keys (and,
+    /// with per-segment probes, to choose them).
     pub filter_checks: u64,
+    /// Per-segment probes ([`PairsConfig::per_segment`], join only): (key, old segment) lookups
+    /// the probe records ask for (old segments beyond the 31st count as one group).
+    pub old_lookups: u64,
+    /// Per-segment probes: probing documents whose probe records ask no old segment at all.
+    pub docs_no_old: u64,
+    /// Per-segment probes: probing documents whose probes were chosen per segment.
+    pub docs_per_segment: u64,
     /// The planner's estimates, when `Auto` was resolved by [`plan`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<MatchPlan>,
@@ -82,6 +90,11 @@ pub struct PairsConfig {
     /// ([`crate::query::Matcher::with_absent_first`]). Same pairs either way; false gives the
     /// plain rarest-first choice (for comparisons).
     pub absent_first: bool,
+    /// With `absent_first`, the merge join chooses the probes **per old segment**
+    /// ([`crate::query::Matcher::choose_segment_probes`]): keys absent from that segment
+    /// first, so a document looks keys up only in the old segments that hold its relatives'
+    /// keys. Same pairs either way; false gives one absent-first set for all segments.
+    pub per_segment: bool,
 }
 
 /// Default and largest block of probing documents.
@@ -95,6 +108,16 @@ impl PairsStats {
         self.probes_absent += s.probes_absent;
         self.docs_absent += s.docs_absent;
         self.filter_checks += s.filter_checks;
+    }
+}
+
+impl PairsStats {
+    /// Adds the per-segment probe counters of one matching thread.
+    pub(crate) fn add_per_segment(&mut self, s: &crate::query::SegmentProbes) {
+        self.old_lookups += s.old_lookups;
+        self.docs_no_old += s.docs_no_old;
+        self.filter_checks += s.filter_checks;
+        self.docs_per_segment += s.docs_per_segment;
     }
 }
 
@@ -119,6 +142,7 @@ impl PairsConfig {
             buffer_bytes: 64 << 20,
             block_docs: BLOCK_DOCS,
             absent_first: true,
+            per_segment: true,
         }
     }
 }
@@ -164,7 +188,13 @@ pub struct MatchPlan {
     pub probe_keys: f64,
     /// Estimated (key, segment) lookups that pass block range and key filter.
     pub surviving: f64,
-    /// Estimated distinct posting blocks those lookups touch (what the join reads).
+    /// Estimated probe records of the join (per-segment probes: one per key a document asks
+    /// of some segment; else `probe_keys`).
+    pub join_records: f64,
+    /// Estimated (key, segment) lookups of the join that pass block range and key filter
+    /// (per-segment probes: only the segments each record asks; else `surviving`).
+    pub join_surviving: f64,
+    /// Estimated distinct posting blocks the join's lookups touch (what the join reads).
     pub blocks: f64,
     /// Posting blocks in all segments.
     pub total_blocks: u64,
@@ -219,34 +249,68 @@ pub fn plan(
         ..Default::default()
     };
     let nseg = view.segments.len();
+    // Per segment: surviving lookups of the probe matching and of the join.
     let mut surv = vec![0u64; nseg];
-    // Per segment: the range of blocks the sample's surviving lookups fall in.
+    let mut jsurv = vec![0u64; nseg];
+    // Per segment: the range of blocks the sample's surviving join lookups fall in.
     let mut span = vec![(usize::MAX, 0usize); nseg];
     let step = (live.len() as u32 / PLAN_SAMPLE).max(1) as usize;
     let matcher = cfg.matcher(view, older_than);
+    let per_segment = cfg.per_segment && matcher.per_segment();
+    let bits = matcher.segment_bits();
     let mut scratch = crate::query::Scratch::new(0);
+    let mut sp = crate::query::SegmentProbes::default();
     let mut x = Vec::new();
     let mut keys = 0u64;
+    let mut records = 0u64;
+    // A damaged filter counts as "may be present" here; the matching reports it.
+    let block_of = |s: &crate::view::LiveSegment, key: u64| match s.seg.postings_block_for(key) {
+        Ok(None) => None,
+        Ok(Some(bi)) => Some(bi),
+        Err(_) => Some(0),
+    };
     for &a in live.iter().step_by(step) {
         p.sampled_docs += 1;
-        let ok = view.features_into(a, &mut x).unwrap_or(false)
-            && matcher.choose_probes(&x, &mut scratch).unwrap_or(false);
-        if !ok {
+        if !view.features_into(a, &mut x).unwrap_or(false) {
             continue;
         }
-        for key in scratch.probes() {
-            keys += 1;
-            for (i, s) in view.segments.iter().enumerate() {
-                // A damaged filter counts as "may be present" here; the matching reports it.
-                let bi = match s.seg.postings_block_for(key) {
-                    Ok(None) => continue,
-                    Ok(Some(bi)) => bi,
-                    Err(_) => 0,
-                };
-                surv[i] += 1;
-                span[i] = (span[i].0.min(bi), span[i].1.max(bi));
+        // The probe matching's choice (one set for all segments).
+        if matcher.choose_probes(&x, &mut scratch).unwrap_or(false) {
+            for key in scratch.probes() {
+                keys += 1;
+                for (i, s) in view.segments.iter().enumerate() {
+                    if let Some(bi) = block_of(s, key) {
+                        surv[i] += 1;
+                        if !per_segment {
+                            jsurv[i] += 1;
+                            span[i] = (span[i].0.min(bi), span[i].1.max(bi));
+                        }
+                    }
+                }
             }
         }
+        // The join's per-segment records.
+        if per_segment
+            && matcher
+                .choose_segment_probes(&x, &mut scratch, &mut sp)
+                .unwrap_or(false)
+        {
+            for &(key, segs) in &sp.probes {
+                records += 1;
+                for (i, s) in view.segments.iter().enumerate() {
+                    if segs & bits[i] == 0 {
+                        continue;
+                    }
+                    if let Some(bi) = block_of(s, key) {
+                        jsurv[i] += 1;
+                        span[i] = (span[i].0.min(bi), span[i].1.max(bi));
+                    }
+                }
+            }
+        }
+    }
+    if !per_segment {
+        records = keys;
     }
     let scale = if p.sampled_docs > 0 {
         p.docs as f64 / p.sampled_docs as f64
@@ -254,9 +318,11 @@ pub fn plan(
         0.0
     };
     p.probe_keys = keys as f64 * scale;
+    p.join_records = records as f64 * scale;
     for (i, s) in view.segments.iter().enumerate() {
-        let n = surv[i] as f64 * scale;
-        p.surviving += n;
+        p.surviving += surv[i] as f64 * scale;
+        let n = jsurv[i] as f64 * scale;
+        p.join_surviving += n;
         // Lookups spread over the blocks of the key range the sample's survivors cover (probe
         // keys need not spread over the whole hash space: the rarest-first choice takes the
         // smallest hashes): expected distinct blocks hit.
@@ -267,8 +333,8 @@ pub fn plan(
         let b = match span[i] {
             // k sampled survivors uniform over W blocks span W (k - 1) / (k + 1) of them on
             // average, so the run's lookups cover about span (k + 1) / (k - 1) blocks.
-            (lo, hi) if surv[i] >= 2 => {
-                let k = surv[i] as f64;
+            (lo, hi) if jsurv[i] >= 2 => {
+                let k = jsurv[i] as f64;
                 ((hi - lo + 1) as f64 * (k + 1.0) / (k - 1.0)).min(all)
             }
             _ => all,
@@ -290,17 +356,17 @@ pub fn plan(
     };
     let filters = p.probe_keys * nseg as f64 * C_FILTER;
     p.cost_probe = filters + p.surviving * (C_HOT + miss * C_COLD);
-    let spill = p.probe_keys * 12.0 > mem_bytes as f64 / 2.0;
+    let spill = p.join_records * 16.0 > mem_bytes as f64 / 2.0;
     let sort_io = if spill {
-        2.0 * p.probe_keys * 12.0 / SEQ_BW
+        2.0 * p.join_records * 16.0 / SEQ_BW
     } else {
         0.0
     };
     p.cost_join = filters
-        + p.probe_keys * C_SORT
+        + p.join_records * C_SORT
         + sort_io
         + p.blocks * (block_bytes / SEQ_BW + C_HOT)
-        + p.surviving * (C_SORT + C_HOT * 0.2 + C_CAND);
+        + p.join_surviving * (C_SORT + C_HOT * 0.2 + C_CAND);
     p.choice = if p.cost_probe <= p.cost_join {
         Matching::Probe
     } else {
