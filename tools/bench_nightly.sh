@@ -13,12 +13,15 @@
 #   before     --matching join, NDD_KEY_FILTER=0 (readers ignore the key filters: the old join)
 #   join       --matching join with the key filters
 #   auto       --matching auto (the cost model picks probe or join)
+#   one-set    --matching join, NDD_PER_SEGMENT=0 (one absent-first probe set for all segments)
 #   main-join, main-auto   join / auto with the binary $MAIN_BIN (e.g. a copy of main's build:
 #              a before/after comparison on the same index copies, at the same moment)
 # with the index's pages evicted from the page cache first (posix_fadvise DONTNEED on every
 # file: drop_caches needs a privilege the benchmark machine does not grant). One TSV row per
 # run: batches in the index, docs, mode, matching used, matching s (stage), ingest wall s,
-# user+sys CPU s, blocks read, keys filtered, file-system input MiB, load average.
+# user+sys CPU s, blocks read, keys filtered, file-system input MiB, pairs, documents with no
+# old probe (absent-first), documents with no old lookup and (key, old segment) lookups
+# (per-segment probes), old segments' blocks read, load average.
 set -euo pipefail
 OUT=$1; CORPUS=$2; SIZES=$3; MEM=${4:-512MiB}
 BIN=${BIN:-target/release}
@@ -54,10 +57,10 @@ for line in open(sys.argv[1]):
         s = d
 m = s.get("matching_stats") or {}
 print("\t".join(str(x) for x in [m.get("matching", "?"), round(s["stage_seconds"]["matching"], 2)]), end="\t")
-print("\t".join(str(x) for x in [m.get("blocks_read", 0), m.get("keys_filtered", 0), s.get("near_duplicate_pairs", "?"), m.get("docs_absent", "-")]))
+print("\t".join(str(x) for x in [m.get("blocks_read", 0), m.get("keys_filtered", 0), s.get("near_duplicate_pairs", "?"), m.get("docs_absent", "-"), m.get("docs_no_old", "-"), m.get("old_lookups", "-"), m.get("old_blocks_read", "-")]))
 PY
 }
-echo -e "batches\tdocs\tbatch\tmode\tmatching\tmatching_s\tingest_s\tcpu_s\tblocks_read\tkeys_filtered\tfs_in_MiB\tpairs\tdocs_absent\tload"
+echo -e "batches\tdocs\tbatch\tmode\tmatching\tmatching_s\tingest_s\tcpu_s\tblocks_read\tkeys_filtered\tfs_in_MiB\tpairs\tdocs_absent\tdocs_no_old\told_lookups\told_blocks_read\tload"
 have=$( (ls "$OUT"/base-*.json 2>/dev/null || true) | wc -l)
 for want in $SIZES; do
   while [ "$have" -lt "$want" ]; do
@@ -72,7 +75,8 @@ for want in $SIZES; do
   for mode in ${modes//,/ }; do
     R=$OUT/run-$want-$fb-$mode; copy_index "$IDX" "$R"
     env=(); m=$mode; bin=$BIN/ndd-index
-    case $mode in before) env=(NDD_KEY_FILTER=0); m=join;; main-*) bin=$MAIN_BIN; m=${mode#main-};; esac
+    case $mode in before) env=(NDD_KEY_FILTER=0); m=join;; one-set) env=(NDD_PER_SEGMENT=0); m=join;;
+      main-*) bin=$MAIN_BIN; m=${mode#main-};; esac
     evict "$R"; load=$(cut -d' ' -f1-3 /proc/loadavg)
     env "${env[@]}" /usr/bin/time -v "$bin" ingest --quiet --json --mem "$MEM" \
       --matching "$m" --report "$R.report" --index "$R" "$last" > "$R.json" 2> "$R.time"
@@ -80,8 +84,8 @@ for want in $SIZES; do
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; printf "%.1f", s}' "$t")
     cpu=$(awk -F': ' '/User time|System time/ {s+=$2} END {printf "%.1f", s}' "$t")
     fsin=$(awk -F': ' '/File system inputs/ {printf "%.0f", $2*512/1048576}' "$t")
-    IFS=$'\t' read -r used ms blocks filtered pairs absent < <(summary "$j")
-    echo -e "$want\t$docs\t$fb\t$mode\t$used\t$ms\t$wall\t$cpu\t$blocks\t$filtered\t$fsin\t$pairs\t$absent\t$load"
+    IFS=$'\t' read -r used ms blocks filtered pairs absent noold oldlk oldbl < <(summary "$j")
+    echo -e "$want\t$docs\t$fb\t$mode\t$used\t$ms\t$wall\t$cpu\t$blocks\t$filtered\t$fsin\t$pairs\t$absent\t$noold\t$oldlk\t$oldbl\t$load"
     # The batch's outcome for a cmp across modes: per-document report (best near duplicate,
     # resemblance, cluster) and the index's clusters after it.
     sort "$R.report" > "$R.report.sorted" && rm -f "$R.report"

@@ -258,6 +258,11 @@ pub fn join_pairs(
         join_key(k, &probers, &mut seekers, &mut cands, &mut stats)?;
     }
     stats.blocks_read = seekers.iter().map(|s| s.blocks_read).sum();
+    let old = matcher.segment_bits();
+    stats.old_blocks_read = (seekers.iter().zip(&old))
+        .filter(|(_, &b)| b != crate::query::NEW_SEGMENTS)
+        .map(|(s, _)| s.blocks_read)
+        .sum();
     stats.keys_filtered = seekers.iter().map(|s| s.keys_filtered).sum();
     drop(seekers);
     stats.candidate_records = cands.stats().records;

@@ -232,6 +232,14 @@ fn per_segment_probes_find_the_same_pairs_and_look_up_fewer_old_keys() {
             // keys up in A only, so per-segment visits fewer postings and reads no more blocks.
             assert!(per.docs_no_old >= 150, "t {t}: {per:?}");
             assert!(per.blocks_read <= one.blocks_read, "t {t}: {one:?} {per:?}");
+            assert!(
+                per.old_blocks_read <= one.old_blocks_read,
+                "t {t}: {one:?} {per:?}"
+            );
+            assert!(
+                per.old_blocks_read < per.blocks_read,
+                "the batch's segment is read too"
+            );
             if t != "0.95" {
                 // (at 0.95 no document looks up an old key either way; the batch's own
                 // segment is probed with the plain choice, not the absent-first one)

@@ -38,6 +38,9 @@ pub struct PairsStats {
     pub candidate_records: u64,
     /// Join pipeline only: posting blocks the merge join read (each at most once per segment).
     pub blocks_read: u64,
+    /// Join pipeline only: of `blocks_read`, those of the old segments (holding only documents
+    /// below `older_than`); the rest are the batch's own segments'.
+    pub old_blocks_read: u64,
     /// Join pipeline only: run files its three sorts spilled (0 = everything fit in memory).
     pub runs_spilled: u64,
     /// Join pipeline only: (probe key, segment) lookups the segments' key filters answered
@@ -97,6 +100,10 @@ pub struct PairsConfig {
     pub per_segment: bool,
 }
 
+/// Environment variable: `NDD_PER_SEGMENT=0` makes [`PairsConfig::new`] choose one probe set
+/// for all segments (`per_segment: false`; for before/after measurements, BENCHMARKS.md).
+pub const PER_SEGMENT_ENV: &str = "NDD_PER_SEGMENT";
+
 /// Default and largest block of probing documents.
 pub const BLOCK_DOCS: u32 = 4096;
 /// Smallest block (below this, rayon has too little to share).
@@ -142,7 +149,7 @@ impl PairsConfig {
             buffer_bytes: 64 << 20,
             block_docs: BLOCK_DOCS,
             absent_first: true,
-            per_segment: true,
+            per_segment: std::env::var(PER_SEGMENT_ENV).map_or(true, |v| v != "0"),
         }
     }
 }
