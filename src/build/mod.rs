@@ -472,6 +472,12 @@ impl SegmentBuilder {
         self.w.end_table()
     }
 
+    /// [`SegmentBuilder::postings_from_sorted`] from a sorter's records, streamed while the
+    /// sorter still sorts ([`ExternalSorter::finish_streamed`]).
+    pub fn postings_from_sorter(&mut self, sorter: ExternalSorter<KeyDoc>) -> Result<()> {
+        sorter.finish_streamed(|sorted| self.postings_from_sorted(sorted))
+    }
+
     /// POSTINGS and FREQUENT from the `(feature, doc)` records sorted by feature, then doc.
     pub fn postings_from_sorted(
         &mut self,
