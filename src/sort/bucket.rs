@@ -1,5 +1,5 @@
 //! The in-memory end of a sort whose records carry a radix key ([`Record::radix`]): the
-//! buffer is partitioned in place by the key's leading bits into buckets of about a thousand
+//! buffer is partitioned by the key's leading bits into buckets of about eight thousand
 //! records, and the buckets are sorted one by one on a thread of their own while the caller
 //! already consumes the sorted ones. So the sort's comparisons run in cache-sized pieces and
 //! overlap with whatever the caller does with the stream (the segment builder's writes),
@@ -14,8 +14,8 @@ use std::sync::mpsc::sync_channel;
 use super::Record;
 use crate::error::Result;
 
-/// Records per bucket aimed at (a bucket of 16-byte records fits the L1 cache).
-const BUCKET_RECORDS: usize = 1024;
+/// Records per bucket aimed at (a bucket of 16-byte records fits the L2 cache).
+const BUCKET_RECORDS: usize = 8192;
 /// Below this many records the whole buffer is sorted at once.
 pub(super) const MIN_RECORDS: usize = 1 << 15;
 /// Sorted buckets the sorting thread may run ahead of the consumer.
@@ -36,9 +36,10 @@ fn bucket_fn<R: Record>(buf: &[R], buckets: usize) -> (u32, u64) {
     (bits.saturating_sub(want), lo)
 }
 
-/// Partitions `buf` in place into `buckets` (a power of two) by radix key, in bucket order;
-/// returns the bucket bounds (`buckets + 1` offsets).
-fn partition<R: Record>(buf: &mut [R], buckets: usize) -> Vec<usize> {
+/// `buf` partitioned into `buckets` (a power of two) by radix key, in bucket order, as a new
+/// vector (one sequential pass: an in-place permutation of a buffer larger than the caches
+/// would miss the cache at every swap); and the bucket bounds (`buckets + 1` offsets).
+fn partition<R: Record>(buf: &[R], buckets: usize) -> (Vec<R>, Vec<usize>) {
     let (shift, lo) = bucket_fn(buf, buckets);
     let bucket = |r: &R| ((r.radix() - lo) >> shift) as usize;
     let mut counts = vec![0usize; buckets];
@@ -52,34 +53,28 @@ fn partition<R: Record>(buf: &mut [R], buckets: usize) -> Vec<usize> {
         at += c;
     }
     bounds.push(at);
-    // American flag sort: each swap puts one record into its bucket for good.
+    let mut out = buf.to_vec();
     let mut next: Vec<usize> = bounds[..buckets].to_vec();
-    for b in 0..buckets {
-        let end = bounds[b + 1];
-        while next[b] < end {
-            let i = next[b];
-            let t = bucket(&buf[i]);
-            if t == b {
-                next[b] += 1;
-            } else {
-                buf.swap(i, next[t]);
-                next[t] += 1;
-            }
-        }
+    for r in buf {
+        let t = bucket(r);
+        out[next[t]] = *r;
+        next[t] += 1;
     }
-    bounds
+    (out, bounds)
 }
 
 /// Sorts `buf` (no dedup) and hands `consume` the records in order while later buckets are
-/// still being sorted; returns what `consume` returns. `consume` may stop early.
+/// still being sorted; returns what `consume` returns. `consume` may stop early. Holds a
+/// second copy of the records while it partitions (the caller checks the budget).
 pub(super) fn sort_streamed<R: Record, T>(
-    buf: &mut [R],
+    buf: Vec<R>,
     consume: impl FnOnce(&mut dyn Iterator<Item = Result<R>>) -> Result<T>,
 ) -> Result<T> {
     let buckets = (buf.len() / BUCKET_RECORDS).next_power_of_two().max(2);
-    let bounds = partition(buf, buckets);
+    let (mut parted, bounds) = partition(&buf, buckets);
+    drop(buf);
     let mut pieces: Vec<&mut [R]> = Vec::with_capacity(buckets);
-    let mut rest = buf;
+    let mut rest = &mut parted[..];
     for w in bounds.windows(2) {
         let (piece, tail) = rest.split_at_mut(w[1] - w[0]);
         pieces.push(piece);
@@ -112,10 +107,10 @@ mod tests {
         *seed
     }
 
-    fn check<R: Record + std::fmt::Debug>(mut recs: Vec<R>) {
+    fn check<R: Record + std::fmt::Debug>(recs: Vec<R>) {
         let mut want = recs.clone();
         want.sort_unstable();
-        let got: Vec<R> = sort_streamed(&mut recs, |it| it.collect::<Result<Vec<R>>>()).unwrap();
+        let got: Vec<R> = sort_streamed(recs, |it| it.collect::<Result<Vec<R>>>()).unwrap();
         assert_eq!(got, want);
     }
 
@@ -184,13 +179,13 @@ mod tests {
     #[test]
     fn an_early_stop_ends_the_sort() {
         let mut seed = 3;
-        let mut recs: Vec<KeyDoc> = (0..200_000)
+        let recs: Vec<KeyDoc> = (0..200_000)
             .map(|i| KeyDoc {
                 key: lcg(&mut seed),
                 doc: i,
             })
             .collect();
-        let got = sort_streamed(&mut recs, |it| {
+        let got = sort_streamed(recs, |it| {
             let first: Vec<KeyDoc> = it.take(10).collect::<Result<_>>()?;
             Err::<(), _>(crate::error::Error::InvalidArgument(format!(
                 "stop after {}",
