@@ -77,20 +77,90 @@ pub struct SegmentBuilder {
 }
 
 /// What a format-3 builder keeps until POSTINGS is complete: the documents and their feature
-/// counts (8 bytes a document), and the `(doc, rank)` records of the postings, sorted within
-/// the sort budget (in memory up to an eighth of it, then through an external sort).
+/// counts (8 bytes a document), and the `(doc, rank)` records of the postings: when the
+/// announced features fit an eighth of the sort budget at 8 bytes each, each rank goes
+/// straight into its document's slot of one array ([`Direct`], 4 bytes a feature: keys come
+/// in rank order, so every document's ranks come out sorted, with no sort); otherwise they are
+/// sorted within the budget (in memory up to an eighth of it, then through an external sort).
 struct RankedForward {
     /// `(doc, feature count)` in id order, as `forward` received them.
     docs: Vec<(u32, u32)>,
     sort: SortOptions,
     pairs: Vec<DocPair>,
     sorter: Option<ExternalSorter<DocPair>>,
+    /// Set by `begin_postings` when the ranks fit in memory.
+    direct: Option<Direct>,
     /// FORWARD is written (by `end_postings`, or `finish` for a segment without postings).
     written: bool,
 }
 
+/// The ranks of every announced document in one array, placed as the postings arrive (a
+/// counting sort by document): document `docs[i]` owns `ranks[start[i]..start[i + 1]]`, and
+/// `fill[i]` counts the postings that listed it (more than its count is an error, reported by
+/// `end_postings` as the sorting path reports it).
+struct Direct {
+    /// `docs[0].0` when the ids are consecutive (`slot = doc - first`); else binary search.
+    dense_first: Option<u32>,
+    start: Vec<usize>,
+    fill: Vec<u32>,
+    ranks: Vec<u32>,
+    /// The smallest listed doc that has no FORWARD entry.
+    unknown: Option<u32>,
+}
+
+impl Direct {
+    fn new(docs: &[(u32, u32)]) -> Direct {
+        let dense = match (docs.first(), docs.last()) {
+            (Some(f), Some(l)) => (l.0 - f.0) as usize + 1 == docs.len(),
+            _ => false,
+        };
+        let mut start = Vec::with_capacity(docs.len() + 1);
+        let mut total = 0usize;
+        for &(_, c) in docs {
+            start.push(total);
+            total += c as usize;
+        }
+        start.push(total);
+        Direct {
+            dense_first: dense.then(|| docs[0].0),
+            start,
+            fill: vec![0; docs.len()],
+            ranks: vec![0; total],
+            unknown: None,
+        }
+    }
+
+    #[inline]
+    fn slot(&self, docs: &[(u32, u32)], doc: u32) -> Option<usize> {
+        match self.dense_first {
+            Some(first) => {
+                let i = doc.wrapping_sub(first) as usize;
+                (i < docs.len()).then_some(i)
+            }
+            None => docs.binary_search_by_key(&doc, |d| d.0).ok(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, docs: &[(u32, u32)], doc: u32, rank: u32) {
+        let Some(i) = self.slot(docs, doc) else {
+            self.unknown = Some(self.unknown.map_or(doc, |u| u.min(doc)));
+            return;
+        };
+        let at = self.start[i] + self.fill[i] as usize;
+        if at < self.start[i + 1] {
+            self.ranks[at] = rank;
+        }
+        self.fill[i] += 1;
+    }
+}
+
 impl RankedForward {
     fn push(&mut self, p: DocPair) -> Result<()> {
+        if let Some(d) = self.direct.as_mut() {
+            d.push(&self.docs, p.a, p.b);
+            return Ok(());
+        }
         if let Some(s) = self.sorter.as_mut() {
             return s.push(p);
         }
@@ -148,6 +218,7 @@ impl SegmentBuilder {
                 sort: SortOptions::default(),
                 pairs: Vec::new(),
                 sorter: None,
+                direct: None,
                 written: false,
             });
         if ranked.is_none() {
@@ -208,9 +279,9 @@ impl SegmentBuilder {
                 "forward_count on a segment of format < 3".into(),
             ));
         };
-        if r.written {
+        if r.written || r.direct.is_some() {
             return Err(crate::error::Error::InvalidArgument(format!(
-                "FORWARD: doc {doc} after the table was written"
+                "FORWARD: doc {doc} after the postings began"
             )));
         }
         if r.docs.last().is_some_and(|&(d, _)| d >= doc) {
@@ -239,8 +310,20 @@ impl SegmentBuilder {
 
     /// Closes FORWARD (formats 1, 2) and opens POSTINGS.
     pub fn begin_postings(&mut self) -> Result<()> {
-        if self.ranked.is_none() {
-            self.w.end_table()?;
+        match self.ranked.as_mut() {
+            None => self.w.end_table()?,
+            Some(r) => {
+                // The ranks placed directly (4 bytes each) when the sorted path would keep
+                // them in memory too (8 bytes each, up to an eighth of the budget).
+                let total: u64 = r.docs.iter().map(|d| d.1 as u64).sum();
+                if r.direct.is_none()
+                    && r.pairs.is_empty()
+                    && r.sorter.is_none()
+                    && total.saturating_mul(8) < r.sort.mem_bytes / 8
+                {
+                    r.direct = Some(Direct::new(&r.docs));
+                }
+            }
         }
         self.w.begin_table(segment::POSTINGS)
     }
@@ -291,9 +374,51 @@ impl SegmentBuilder {
             sort: r.sort.clone(),
             pairs: std::mem::take(&mut r.pairs),
             sorter: r.sorter.take(),
+            direct: r.direct.take(),
             written: true,
         };
-        self.ranked_forward_table(r)
+        match r.direct {
+            Some(d) => self.direct_forward_table(&r.docs, d),
+            None => self.ranked_forward_table(r),
+        }
+    }
+
+    /// Format 3: the FORWARD table from ranks placed directly ([`Direct`]); the same bytes and
+    /// the same errors as [`SegmentBuilder::ranked_forward_table`].
+    fn direct_forward_table(&mut self, docs: &[(u32, u32)], d: Direct) -> Result<()> {
+        use crate::error::Error;
+        let mismatch = docs
+            .iter()
+            .zip(&d.fill)
+            .find(|(doc, &fill)| fill != doc.1)
+            .map(|(doc, &fill)| (doc.0, doc.1, fill));
+        match (d.unknown, mismatch) {
+            (Some(u), m) if m.is_none_or(|(doc, _, _)| u < doc) => {
+                return Err(Error::InvalidArgument(format!(
+                    "POSTINGS lists doc {u} that has no FORWARD entry"
+                )));
+            }
+            (_, Some((doc, count, fill))) => {
+                return Err(Error::InvalidArgument(format!(
+                    "doc {doc}: {count} features, but POSTINGS lists it under {fill} keys"
+                )));
+            }
+            _ => {}
+        }
+        self.w.begin_table(segment::FORWARD)?;
+        let mut ranks: Vec<u64> = Vec::new();
+        for (i, &(doc, _)) in docs.iter().enumerate() {
+            ranks.clear();
+            ranks.extend(
+                d.ranks[d.start[i]..d.start[i + 1]]
+                    .iter()
+                    .map(|&r| r as u64),
+            );
+            self.buf.clear();
+            segment::encode_u64s(&ranks, &mut self.buf);
+            self.w.add(doc as u64, &self.buf)?;
+        }
+        self.w.end_table()
     }
 
     /// Format 3: the FORWARD table from the `(doc, rank)` records of the postings, sorted by
@@ -345,6 +470,12 @@ impl SegmentBuilder {
             )));
         }
         self.w.end_table()
+    }
+
+    /// [`SegmentBuilder::postings_from_sorted`] from a sorter's records, streamed while the
+    /// sorter still sorts ([`ExternalSorter::finish_streamed`]).
+    pub fn postings_from_sorter(&mut self, sorter: ExternalSorter<KeyDoc>) -> Result<()> {
+        sorter.finish_streamed(|sorted| self.postings_from_sorted(sorted))
     }
 
     /// POSTINGS and FREQUENT from the `(feature, doc)` records sorted by feature, then doc.
@@ -537,6 +668,74 @@ mod tests {
             assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
             assert_eq!(seg.table_meta(segment::FORWARD).unwrap().entries, 300);
             assert!(!seg.forward_into(1, &mut out).unwrap());
+        }
+        // Ranks placed directly (the 1 MiB budget) and sorted through runs: the same bytes.
+        let mem = std::fs::read(dir.path().join("mem")).unwrap();
+        assert_eq!(mem, std::fs::read(dir.path().join("spill")).unwrap());
+    }
+
+    /// The direct placement of ranks, on sparse (binary-searched) and consecutive doc ids,
+    /// gives the bytes of the sorting path, and refuses disagreeing postings alike.
+    #[test]
+    fn direct_ranks_equal_sorted_ranks() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sparse, _) = corpus();
+        let dense: Vec<(u32, Vec<u64>)> = sparse
+            .iter()
+            .enumerate()
+            .map(|(i, (_, f))| (1000 + i as u32, f.clone()))
+            .collect();
+        for (tag, docs) in [("sparse", &sparse), ("dense", &dense)] {
+            let mut pairs: Vec<KeyDoc> = docs
+                .iter()
+                .flat_map(|(d, f)| f.iter().map(move |&key| KeyDoc { key, doc: *d }))
+                .collect();
+            pairs.sort_unstable();
+            let mut bytes = Vec::new();
+            for mem in [1u64 << 20, 64] {
+                let name = format!("{tag}-{mem}");
+                let b = SegmentBuilder::create_version(dir.path(), &name, 3).unwrap();
+                let mut b = b.with_sort(SortOptions::new(mem, dir.path().join("tmp")));
+                for (d, f) in docs {
+                    b.forward(*d, f).unwrap();
+                }
+                b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+                    .unwrap();
+                assert!(
+                    b.forward(u32::MAX, &[]).is_err(),
+                    "a doc after the postings"
+                );
+                b.finish().unwrap().keep();
+                bytes.push(std::fs::read(dir.path().join(&name)).unwrap());
+            }
+            assert_eq!(bytes[0], bytes[1], "{tag}");
+        }
+        // Errors name the same document on both paths.
+        for mem in [1u64 << 20, 64] {
+            let sort = SortOptions::new(mem, dir.path().join("tmp"));
+            let mut b = SegmentBuilder::create_version(dir.path(), "e1", 3)
+                .unwrap()
+                .with_sort(sort.clone());
+            b.forward(1, &[5, 9]).unwrap();
+            b.forward(2, &[5]).unwrap();
+            b.begin_postings().unwrap();
+            b.posting_list(5, &[1, 2]).unwrap();
+            b.posting_list(9, &[0, 1]).unwrap();
+            let e = b.end_postings().unwrap_err().to_string();
+            assert!(e.contains("doc 0 that has no FORWARD entry"), "{mem}: {e}");
+            let mut b = SegmentBuilder::create_version(dir.path(), "e2", 3)
+                .unwrap()
+                .with_sort(sort);
+            b.forward(1, &[5]).unwrap();
+            b.forward(2, &[5, 9]).unwrap();
+            b.begin_postings().unwrap();
+            b.posting_list(5, &[1, 2]).unwrap();
+            b.posting_list(9, &[1, 2]).unwrap();
+            let e = b.end_postings().unwrap_err().to_string();
+            assert!(
+                e.contains("doc 1: 1 features, but POSTINGS lists it under 2 keys"),
+                "{mem}: {e}"
+            );
         }
     }
 

@@ -92,6 +92,12 @@ fn open_file(path: &Path, key: String, opts: &InputOptions) -> Opened {
         Ok(f) => f,
         Err(e) => return Opened::Item(InputItem::bad(key, origin, e.to_string())),
     };
+    // A plain file's length sizes its buffer once (no growth copies); only a hint.
+    let size_hint = if gz {
+        0
+    } else {
+        file.metadata().map_or(0, |m| m.len())
+    };
     let mut reader: Box<dyn io::BufRead + Send> = if gz {
         Box::new(BufReader::with_capacity(
             1 << 16,
@@ -126,6 +132,7 @@ fn open_file(path: &Path, key: String, opts: &InputOptions) -> Opened {
             format,
             gz,
             opts.max_doc_bytes,
+            size_hint,
         )),
     }
 }
@@ -158,8 +165,10 @@ fn read_doc(
     format: Option<DocFormat>,
     gz: bool,
     max: u64,
+    size_hint: u64,
 ) -> InputItem {
-    let mut bytes = Vec::new();
+    // One byte more than the file, so the read that finds its end needs no growth.
+    let mut bytes = Vec::with_capacity(size_hint.min(max).saturating_add(1) as usize);
     if let Err(e) = reader.take(max.saturating_add(1)).read_to_end(&mut bytes) {
         let reason = if gz {
             format!("corrupt or truncated gzip: {e}")

@@ -91,6 +91,11 @@ pub struct IngestSummary {
     pub seconds: f64,
     /// Wall time by stage: read+canonicalize+fingerprint, postings (sort + write), match, publish.
     pub stage_seconds: StageSeconds,
+    /// CPU time of the whole process (all threads, user + system) by stage: with
+    /// `stage_seconds`, how many cores a stage kept busy; unlike wall time, not inflated by
+    /// other work on the machine (benchmarks).
+    #[serde(default)]
+    pub stage_cpu_seconds: StageSeconds,
     pub docs_per_second: f64,
     pub mb_per_second: f64,
     /// Posting entries the matching of the new documents visited.
@@ -254,7 +259,7 @@ impl NewSegment {
     /// into the segment, then the method tables. The segment stays unpublished (removed
     /// when dropped) until the catalog names it; the methods' catalog part is staged later.
     fn write(mut self, catalog: &crate::store::Catalog) -> Result<(BuiltSegment, MethodWriter)> {
-        self.builder.postings_from_sorted(self.sorter.finish()?)?;
+        self.builder.postings_from_sorter(self.sorter)?;
         self.methods.write_tables(&mut self.builder, catalog)?;
         Ok((self.builder.finish()?, self.methods))
     }
@@ -315,25 +320,30 @@ impl Index {
                 })
             }
         };
+        let mut cpu = CpuLap::start();
         let (mut b, seg) = self.start_batch(name, id, opts)?;
         let seg = self.read_batch(&mut b, seg, inputs, opts, progress)?;
 
         progress(Progress::Stage("sorting postings"));
         let mut lap = Instant::now();
         b.s.stage_seconds.read = started.elapsed().as_secs_f64();
+        b.s.stage_cpu_seconds.read = cpu.lap();
         let (built, methods) = seg.write(&self.catalog)?;
         b.s.segment_bytes = built.meta.bytes;
 
         progress(Progress::Stage("matching"));
         b.s.stage_seconds.postings = lap.elapsed().as_secs_f64();
+        b.s.stage_cpu_seconds.postings = cpu.lap();
         lap = Instant::now();
         let (view, pairs) = self.match_batch(&mut b, &built, opts)?;
 
         progress(Progress::Stage("publishing"));
         b.s.stage_seconds.matching = lap.elapsed().as_secs_f64();
+        b.s.stage_cpu_seconds.matching = cpu.lap();
         lap = Instant::now();
         let clusters = self.publish_batch(&mut b, view, built, methods, &pairs)?;
         b.s.stage_seconds.publish = lap.elapsed().as_secs_f64();
+        b.s.stage_cpu_seconds.publish = cpu.lap();
 
         self.report_batch(b, &pairs, &clusters, started, report)
     }
@@ -650,6 +660,36 @@ impl Index {
         s.mb_per_second = s.input_bytes as f64 / 1e6 / secs.max(1e-9);
         Ok(s)
     }
+}
+
+/// The process's CPU time between calls of [`CpuLap::lap`].
+struct CpuLap(f64);
+
+impl CpuLap {
+    fn start() -> CpuLap {
+        CpuLap(process_cpu_seconds())
+    }
+
+    /// CPU seconds since the start or the previous lap.
+    fn lap(&mut self) -> f64 {
+        let now = process_cpu_seconds();
+        (now - std::mem::replace(&mut self.0, now)).max(0.0)
+    }
+}
+
+/// CPU seconds the process has used so far, all threads, user and system
+/// (`CLOCK_PROCESS_CPUTIME_ID`); 0 where the clock is unavailable.
+fn process_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// A rejected document: reported (the rest of the batch goes on), or with `strict` the error

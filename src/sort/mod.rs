@@ -12,8 +12,9 @@
 //! doubling); merging holds per-run cursors, a 64 KiB block and the mapped pages it is
 //! reading, which it hands back to the kernel as it goes.
 
-mod cursor;
 #[doc(hidden)]
+mod bucket;
+mod cursor;
 pub mod fuzz;
 mod merge;
 mod record;
@@ -206,6 +207,28 @@ impl<R: Record> ExternalSorter<R> {
         self.runs.push(run);
         self.buf.clear(); // keeps the allocation for the next run
         Ok(())
+    }
+
+    /// Ends input and hands `consume` the records in order; returns what it returns. When
+    /// nothing spilled, the records have a radix key (and no dedup) and a copy of them fits
+    /// the budget, the buffer is partitioned by that key into a copy and its buckets are sorted on a thread of their own while
+    /// `consume` reads the ones sorted already (`bucket`); otherwise this is
+    /// [`ExternalSorter::finish`]. The same records in the same order either way.
+    pub fn finish_streamed<T>(
+        mut self,
+        consume: impl FnOnce(&mut dyn Iterator<Item = Result<R>>) -> Result<T>,
+    ) -> Result<T> {
+        // The partition copies the records once: only while the copy fits the budget too.
+        if R::RADIX
+            && self.runs.is_empty()
+            && !self.opts.dedup
+            && self.buf.len() >= bucket::MIN_RECORDS
+            && self.buf.len() <= self.capacity / 2
+        {
+            let buf = std::mem::take(&mut self.buf);
+            return bucket::sort_streamed(buf, consume);
+        }
+        consume(&mut self.finish()?)
     }
 
     /// Ends input and returns the records in order. Runs beyond the fan-in are merged first;

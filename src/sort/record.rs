@@ -25,6 +25,13 @@ pub trait Record: Copy + Ord + Send + Sync + 'static {
     fn encode(&self, out: &mut [u8]);
     /// Reads a record from `bytes[..SIZE]`.
     fn decode(bytes: &[u8]) -> Self;
+    /// Whether [`Record::radix`] is defined (the in-memory sort then partitions by it first).
+    const RADIX: bool = false;
+    /// A key monotone in the order: `a <= b` implies `a.radix() <= b.radix()`.
+    #[inline]
+    fn radix(&self) -> u64 {
+        0
+    }
 }
 
 /// A (shingle hash, doc id) posting. Order: key, then doc.
@@ -39,6 +46,12 @@ pub struct KeyDoc {
 impl Record for KeyDoc {
     const SIZE: usize = 12;
     const KIND: u32 = 1;
+    const RADIX: bool = true;
+
+    #[inline]
+    fn radix(&self) -> u64 {
+        self.key
+    }
 
     #[inline]
     fn encode(&self, out: &mut [u8]) {
@@ -101,6 +114,12 @@ pub struct DocPair {
 impl Record for DocPair {
     const SIZE: usize = 8;
     const KIND: u32 = 2;
+    const RADIX: bool = true;
+
+    #[inline]
+    fn radix(&self) -> u64 {
+        (self.a as u64) << 32 | self.b as u64
+    }
 
     #[inline]
     fn encode(&self, out: &mut [u8]) {
