@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
+use crate::build::delta_postings::DeltaPostings;
 use crate::error::{Error, Result};
 use crate::options::IndexOptions;
 use crate::segment::{self, Segment};
 use crate::store::manifest::{Manifest, SEGMENTS_DIR};
-use crate::build::delta_postings::DeltaPostings;
 use crate::store::{Catalog, SegmentEntry};
 
 /// The FREQUENT table (defined with the other table ids in `segment`).
@@ -443,11 +443,7 @@ impl View {
         new_sizes: &[u32],
         extra_tombstones: &RoaringBitmap,
     ) -> Result<View> {
-        let mut segments: Vec<LiveSegment> = self
-            .segments
-            .iter()
-            .map(LiveSegment::share)
-            .collect();
+        let mut segments: Vec<LiveSegment> = self.segments.iter().map(LiveSegment::share).collect();
         let mut frequent = self.frequent.clone();
         for (path, entry) in new {
             if entry.doc_hi > entry.doc_lo {
@@ -482,7 +478,10 @@ impl View {
         frequent.add(&seg)?;
         let below = entry.doc_hi;
         let appended = match &self.delta_map {
-            Some(d) if d.map.append_segment(&seg, entry.doc_lo, entry.postings, d.below)? => {
+            Some(d)
+                if d.map
+                    .append_segment(&seg, entry.doc_lo, entry.postings, d.below)? =>
+            {
                 Some(Arc::clone(&d.map))
             }
             _ => None,
@@ -502,7 +501,9 @@ impl View {
             None => {
                 let mut pieces: Vec<&LiveSegment> = segments.iter().filter(|s| s.mapped).collect();
                 pieces.sort_by_key(|s| s.entry.doc_lo);
-                let of = pieces.iter().map(|s| (&*s.seg, s.entry.doc_lo, s.entry.postings));
+                let of = pieces
+                    .iter()
+                    .map(|s| (&*s.seg, s.entry.doc_lo, s.entry.postings));
                 Arc::new(DeltaPostings::of_segments(of)?)
             }
         };

@@ -223,9 +223,13 @@ mod tests {
             .collect();
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let name = format!("p{}.ndds", N.fetch_add(1, Ordering::Relaxed));
-        let e = super::super::delta::write_temp(dir, &name, &docs, &MethodOptions::default())
-            .unwrap();
-        (Segment::open(dir.join(&name)).unwrap(), e.doc_lo, e.postings)
+        let e =
+            super::super::delta::write_temp(dir, &name, &docs, &MethodOptions::default()).unwrap();
+        (
+            Segment::open(dir.join(&name)).unwrap(),
+            e.doc_lo,
+            e.postings,
+        )
     }
 
     fn docs_of(range: std::ops::Range<u32>, seed: u64) -> Vec<(u32, Vec<u64>)> {
@@ -283,7 +287,9 @@ mod tests {
             all.extend(docs);
             below = r.end;
             for bound in [0, 3, 5, 9, 25, 31, 32, 45, 60, 1000] {
-                for key in (0..300u64).flat_map(|x| [x << 40, x.wrapping_mul(0x2545_F491_4F6C_DD1D)]) {
+                for key in
+                    (0..300u64).flat_map(|x| [x << 40, x.wrapping_mul(0x2545_F491_4F6C_DD1D)])
+                {
                     assert_eq!(got(&m, key, bound), expected(&all, key, bound), "key {key}");
                 }
             }
