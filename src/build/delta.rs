@@ -145,15 +145,34 @@ fn map_in(
 /// else the system's temporary directory (which [`map`] also falls back to when writing in
 /// /dev/shm fails, e.g. a container's small one is full). Each file is unlinked as soon as it is mapped; only
 /// a crash between the two leaves one behind (`ndd-delta-<pid>-<n>.ndds[.tmp]`): the first
-/// use in a process removes those of processes no longer running (`/proc/<pid>` absent).
+/// use in a process removes those of processes no longer running (`/proc/<pid>` absent), in
+/// every directory a piece may have been written to ([`stale_sweep_dirs`]).
 fn scratch_dir() -> std::path::PathBuf {
     static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         let dir = pick_scratch_dir();
-        remove_stale_scratch(&dir);
+        for d in stale_sweep_dirs(&dir) {
+            remove_stale_scratch(&d);
+        }
         dir
     })
     .clone()
+}
+
+/// Where a crashed process may have left scratch files: the scratch directory in use and the
+/// system's temporary directory, which [`map`] falls back to (and which an earlier process
+/// with `TMPDIR` set, or without a writable /dev/shm, used).
+fn stale_sweep_dirs(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut dirs = vec![dir.to_path_buf()];
+    let tmp = std::env::temp_dir();
+    if tmp != dir {
+        dirs.push(tmp);
+    }
+    let shm = Path::new("/dev/shm");
+    if dirs.iter().all(|d| d != shm) && shm.is_dir() {
+        dirs.push(shm.to_path_buf());
+    }
+    dirs
 }
 
 fn pick_scratch_dir() -> std::path::PathBuf {
@@ -210,6 +229,23 @@ pub fn write_temp(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first use sweeps the scratch directory in use and the places [`map`] writes
+    /// otherwise (the system's temporary directory, /dev/shm), each once.
+    #[test]
+    fn stale_scratch_is_swept_wherever_pieces_are_written() {
+        let used = pick_scratch_dir();
+        let dirs = stale_sweep_dirs(&used);
+        assert_eq!(dirs[0], used);
+        assert!(dirs.contains(&std::env::temp_dir()));
+        if Path::new("/dev/shm").is_dir() {
+            assert!(dirs.iter().any(|d| d == Path::new("/dev/shm")));
+        }
+        let mut unique = dirs.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), dirs.len());
+    }
 
     /// Scratch files of processes that are gone are removed; this process's and other
     /// files stay.

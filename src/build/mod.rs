@@ -19,6 +19,7 @@
 //! imports nothing from `view` or above (tests/integration/layers.rs).
 
 pub mod delta;
+pub mod delta_postings;
 
 use std::path::{Path, PathBuf};
 
