@@ -109,15 +109,26 @@ pub fn for_each_pair_block(
         let chunks: Vec<Result<(Vec<Pair>, Scratch)>> = ids
             .par_chunks(32)
             .map_init(
-                || (Scratch::new(view.doc_ids()), Vec::new(), Vec::new()),
-                |(scratch, x, found), chunk| {
+                || {
+                    (
+                        Scratch::new(view.doc_ids()),
+                        Vec::new(),
+                        Vec::new(),
+                        Vec::new(),
+                    )
+                },
+                |(scratch, x, raw, found), chunk| {
                     let mut out = Vec::new();
                     for &a in chunk {
-                        if !view.features_into(a, x)? {
+                        // The stored list too: candidates of a's own format-3 segment are
+                        // verified by their ranks (query::verify).
+                        let Some(seg) = view.features_and_raw_into(a, x, raw)? else {
                             continue;
-                        }
+                        };
+                        let own = crate::query::Own { seg, raw };
                         found.clear();
-                        matcher.search(x, |d| d > a || d < older_than, scratch, found)?;
+                        let accept = |d| d > a || d < older_than;
+                        matcher.search_own(x, Some(own), accept, scratch, found)?;
                         out.extend(found.iter().map(|m| {
                             let (lo, hi) = if a < m.doc { (a, m.doc) } else { (m.doc, a) };
                             Pair {
@@ -136,6 +147,7 @@ pub fn for_each_pair_block(
             let (p, s) = c?;
             stats.postings_visited += s.postings_visited;
             stats.candidates += s.candidates;
+            stats.verified_by_ranks += s.by_ranks;
             stats.max_df_probes_cut += s.probes_cut;
             stats.max_df_keys_cut += s.keys_cut;
             stats.max_df_postings_skipped += s.postings_skipped;

@@ -1,8 +1,10 @@
 //! Single-document queries: near-duplicates of a document that is not added to the index.
 
 mod matcher;
+mod verify;
 
 pub use matcher::{Match, Matcher, Scratch};
+pub use verify::{compares_by_order, verify_candidate, Own, VerifyCounts};
 
 use serde::Serialize;
 

@@ -140,6 +140,16 @@ pub const FORMAT_ENV: &str = "NDD_SEGMENT_FORMAT";
 /// matcher verifies by ranks.
 pub const DEFAULT_WRITE_VERSION: u32 = 2;
 
+/// The version `NDD_SEGMENT_FORMAT` asks for (1, 2 or 3), if it is set to one of them.
+pub fn format_override() -> Option<u32> {
+    match std::env::var(FORMAT_ENV).ok().as_deref().map(str::trim) {
+        Some("1") => Some(1),
+        Some("2") => Some(2),
+        Some("3") => Some(3),
+        _ => None,
+    }
+}
+
 impl SegmentWriter {
     /// Starts `<dir>/<name>.tmp` with the default block target (32 KiB).
     pub fn create(dir: impl AsRef<Path>, name: &str) -> Result<Self> {
@@ -153,12 +163,7 @@ impl SegmentWriter {
         name: &str,
         block_target: usize,
     ) -> Result<Self> {
-        let version = match std::env::var(FORMAT_ENV).ok().as_deref() {
-            Some("1") => 1,
-            Some("2") => 2,
-            Some("3") => 3,
-            _ => DEFAULT_WRITE_VERSION,
-        };
+        let version = format_override().unwrap_or(DEFAULT_WRITE_VERSION);
         Self::create_version(dir, name, block_target, version)
     }
 
