@@ -364,8 +364,13 @@ impl<'v> Matcher<'v> {
             let d = scratch.touched[i];
             scratch.candidates += 1;
             let (s, t) = (self.sample, self.threshold);
-            let m = verify_candidate(self.view, s, t, x, own, d, &mut scratch.other, &mut counts)?;
-            out.extend(m);
+            let ov = verify_candidate(self.view, s, t, x, own, d, &mut scratch.other, &mut counts)?;
+            out.extend(ov.map(|ov| Match {
+                doc: d,
+                inter: ov.inter,
+                resemblance: ov.resemblance,
+                containment: ov.containment,
+            }));
         }
         scratch.by_ranks += counts.by_ranks;
         scratch.touched.clear();

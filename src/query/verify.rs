@@ -12,11 +12,9 @@
 //! its feature hashes, as before.
 
 use crate::error::Result;
-use crate::fingerprint::Sample;
+use crate::fingerprint::{Overlap, Sample};
 use crate::threshold::Threshold;
 use crate::view::View;
-
-use super::matcher::Match;
 
 /// The probing document's own stored list: the index in `view.segments` of the segment
 /// holding it and its FORWARD list as stored there (ranks in a format-3 segment), from
@@ -44,7 +42,7 @@ pub struct VerifyCounts {
 
 /// Verifies candidate `d` against the probing document with sorted features `x` (and, when
 /// it is stored in `view`, its own stored list `own`) at `t` under `sample`; `buf` is scratch.
-/// None when `d` is not similar enough or no live segment holds it. Exactly the answer of
+/// The comparison when `d` is similar enough (None when it is not, or no live segment holds it). Exactly the answer of
 /// `sample.verify(x, features of d, t)`.
 #[allow(clippy::too_many_arguments)]
 pub fn verify_candidate(
@@ -56,7 +54,7 @@ pub fn verify_candidate(
     d: u32,
     buf: &mut Vec<u64>,
     counts: &mut VerifyCounts,
-) -> Result<Option<Match>> {
+) -> Result<Option<Overlap>> {
     let ov = match own {
         Some(o) if compares_by_order(sample) => {
             let Some(si) = view.forward_raw_into(d, buf)? else {
@@ -81,10 +79,5 @@ pub fn verify_candidate(
             sample.verify(x, buf, t)
         }
     };
-    Ok(ov.map(|ov| Match {
-        doc: d,
-        inter: ov.inter,
-        resemblance: ov.resemblance,
-        containment: ov.containment,
-    }))
+    Ok(ov)
 }

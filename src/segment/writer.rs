@@ -129,9 +129,11 @@ pub struct SegmentWriter {
     postings_flushed: u64,
 }
 
-/// Environment variable that chooses the format version `SegmentWriter::create` writes: `3`
-/// opts in to the half-size index (FORWARD lists as ranks, format-spec/segment.md), `1` and `2`
-/// are for compatibility tests and before/after benchmarks. Unset: [`DEFAULT_WRITE_VERSION`].
+/// Environment variable that overrides the format version writers write: an index's writers
+/// otherwise write the version recorded in its options (`ingest --segment-format 2|3`,
+/// `IndexOptions::segment_format`), `SegmentWriter::create` [`DEFAULT_WRITE_VERSION`]. `3` is
+/// the half-size index (FORWARD lists as ranks, format-spec/segment.md), `1` and `2` are for
+/// compatibility tests and before/after benchmarks.
 pub const FORMAT_ENV: &str = "NDD_SEGMENT_FORMAT";
 
 /// Format version written when `NDD_SEGMENT_FORMAT` is unset: 2. Version 3 is half the size
