@@ -779,6 +779,39 @@ impl View {
         Ok(false)
     }
 
+    /// Replaces `out` with the FORWARD list of `doc` as its segment stores it (feature hashes,
+    /// or in a format-3 segment their ranks: [`Segment::forward_raw_into`]) and returns the
+    /// index in `segments` of that segment; None when no live segment holds the document.
+    /// Two documents of the same ranked segment compare exactly by their ranks.
+    pub fn forward_raw_into(&self, doc: u32, out: &mut Vec<u64>) -> Result<Option<usize>> {
+        out.clear();
+        let i = self.by_doc.partition_point(|&(lo, _, _)| lo <= doc);
+        for &(lo, hi, si) in self.by_doc[..i].iter().rev() {
+            if doc >= lo && doc < hi && self.segments[si].seg.forward_raw_into(doc as u64, out)? {
+                return Ok(Some(si));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`View::features_into`] that also leaves the stored list in `raw` (the ranks, when
+    /// the document's segment is ranked: [`View::forward_raw_into`]) and returns that
+    /// segment's index; None (both lists empty) when no live segment holds the document.
+    pub fn features_and_raw_into(
+        &self,
+        doc: u32,
+        features: &mut Vec<u64>,
+        raw: &mut Vec<u64>,
+    ) -> Result<Option<usize>> {
+        features.clear();
+        let Some(si) = self.forward_raw_into(doc, raw)? else {
+            return Ok(None);
+        };
+        features.extend_from_slice(raw);
+        self.segments[si].seg.ranks_to_keys(features, 0)?;
+        Ok(Some(si))
+    }
+
     /// Calls `f` with every live document in the posting lists of `key`, over all segments:
     /// the delta pieces' through the view's [`DeltaMap`] when it has one (one lookup for the
     /// whole delta, however many pieces it is in). The same documents, as many times, either

@@ -187,9 +187,9 @@ impl SegmentBuilder {
         )
     }
 
-    /// [`SegmentBuilder::create`] writing format `version` whatever `NDD_SEGMENT_FORMAT` says
-    /// (tests of a given format).
-    #[doc(hidden)]
+    /// [`SegmentBuilder::create`] writing format `version` whatever `NDD_SEGMENT_FORMAT` says:
+    /// an index's writers pass `IndexOptions::segment_format()` (the version recorded at
+    /// creation, or the variable's override); tests pass the format they test.
     pub fn create_version(
         dir: impl AsRef<Path>,
         name: &str,
@@ -206,8 +206,19 @@ impl SegmentBuilder {
 
     /// [`SegmentBuilder::create`] for a private temporary segment (a snapshot's delta, an
     /// add's matching segment): the same bytes, without the fsyncs of a published segment.
+    /// These pieces are never published (a fold writes the index's own format through
+    /// [`SegmentBuilder::create_version`]), so they keep format 2 whatever the index's format
+    /// (a server rewrites them at every group commit; format 3 would add its second sort and
+    /// the rank mapping to every piece), unless `NDD_SEGMENT_FORMAT` says otherwise.
     pub fn temporary(dir: impl AsRef<Path>, name: &str) -> Result<SegmentBuilder> {
-        let w = SegmentWriter::create(dir.as_ref(), name)?.temporary();
+        let version = segment::format_override().unwrap_or(2);
+        let w = SegmentWriter::create_version(
+            dir.as_ref(),
+            name,
+            segment::DEFAULT_BLOCK_TARGET,
+            version,
+        )?
+        .temporary();
         Self::over(w, dir.as_ref(), name)
     }
 

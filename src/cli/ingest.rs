@@ -56,6 +56,11 @@ pub struct IngestArgs {
     /// link-dense blocks such as menus; format-spec/canonical-text.md).
     #[arg(long, value_name = "body|main")]
     extract: Option<String>,
+    /// Creation option: the segment format every writer of this index writes (ingest, add,
+    /// compaction, the server): 3 (FORWARD lists as ranks of the segment's keys, about half
+    /// the index bytes) or 2 (FORWARD lists as hashes). Default: 2. Same answers either way.
+    #[arg(long, value_name = "2|3", value_parser = clap::value_parser!(u32).range(2..=3))]
+    segment_format: Option<u32>,
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
@@ -166,6 +171,7 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
         max_df: a.max_df,
         site: a.site,
         extract: a.extract,
+        segment_format: a.segment_format,
     }
     .resolve()?;
     let mut index = Index::open_writer(&a.ix.index, &create)?;

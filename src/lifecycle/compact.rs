@@ -126,9 +126,12 @@ impl Index {
         let file = Manifest::file_name(id);
         // A failed merge (disk full, I/O error) must leave no file behind, not even until the
         // next writer's open: the index stays exactly as it was.
-        let w = SegmentBuilder::create(self.dir().join(SEGMENTS_DIR), &file)?.with_sort(
-            crate::sort::SortOptions::new(crate::sort::DEFAULT_MEM_BYTES, self.tmp_dir()),
-        );
+        let format = self.options().segment_format()?;
+        let w = SegmentBuilder::create_version(self.dir().join(SEGMENTS_DIR), &file, format)?
+            .with_sort(crate::sort::SortOptions::new(
+                crate::sort::DEFAULT_MEM_BYTES,
+                self.tmp_dir(),
+            ));
         let mut s = CompactSummary {
             merged: inputs.iter().map(|s| s.entry.file.clone()).collect(),
             bytes_before: inputs.iter().map(|s| s.entry.bytes).sum(),

@@ -45,7 +45,11 @@ impl Index {
         let mut manifest = self.catalog().manifest()?;
         let id = manifest.next_segment_id();
         let file = Manifest::file_name(id);
-        let builder = SegmentBuilder::create(self.dir().join(SEGMENTS_DIR), &file)?;
+        let builder = SegmentBuilder::create_version(
+            self.dir().join(SEGMENTS_DIR),
+            &file,
+            self.options().segment_format()?,
+        )?;
         let built = delta::write(builder, &docs, &self.options().methods)?;
         let (doc_lo, doc_hi) = delta::doc_range(&docs);
         let entry = built.entry(id, doc_lo, doc_hi);

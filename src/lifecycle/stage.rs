@@ -210,6 +210,7 @@ pub fn create_options(o: &IndexOptions) -> Result<CreateOptions> {
         max_df: o.max_df,
         site: Some(o.site_rule()?),
         extract: Some(o.extract()?),
+        segment_format: Some(o.stored_segment_format()?),
     })
 }
 
@@ -254,7 +255,11 @@ impl PartWriter {
             .prefix(&format!(".{name}-"))
             .tempdir_in(&parts_dir)
             .at(&parts_dir)?;
-        let seg = SegmentBuilder::create(work.path(), &format!("{name}.ndds"))?;
+        let seg = SegmentBuilder::create_version(
+            work.path(),
+            &format!("{name}.ndds"),
+            options.segment_format()?,
+        )?;
         let mut recs = SegmentWriter::create(work.path(), &format!("{name}.docs"))?;
         recs.begin_table(RECORDS_TABLE)?;
         // Format 3's second sort (postings by doc, into FORWARD ranks) takes half the budget.

@@ -66,6 +66,9 @@ pub struct CreateSpec {
     pub site: Option<String>,
     /// Which text of an HTML document is canonical: `body` (default) or `main`.
     pub extract: Option<String>,
+    /// Segment format version every writer of the index writes: 2 or 3 (default
+    /// [`crate::options::DEFAULT_SEGMENT_FORMAT`]).
+    pub segment_format: Option<u32>,
 }
 
 impl CreateSpec {
@@ -94,6 +97,13 @@ impl CreateSpec {
             return Err(Error::InvalidArgument(
                 "max_df must be at least 1 (leave it out for no limit)".into(),
             ));
+        }
+        if let Some(f) = self.segment_format {
+            if !crate::options::SEGMENT_FORMATS.contains(&f) {
+                return Err(Error::InvalidArgument(format!(
+                    "segment_format {f}: an index is created with segment format 2 or 3"
+                )));
+            }
         }
         let imatch_filter: Option<ImatchFilter> =
             self.imatch_filter.as_deref().map(str::parse).transpose()?;
@@ -136,6 +146,7 @@ impl CreateSpec {
             max_df: self.max_df,
             site: self.site.as_deref().map(str::parse).transpose()?,
             extract: self.extract()?,
+            segment_format: self.segment_format,
         })
     }
 

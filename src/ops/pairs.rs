@@ -108,6 +108,7 @@ impl Index {
         let mut cfg = PairsConfig::new(self.options().sample()?, t);
         cfg.max_df = super::run_max_df(self, req.max_df);
         let sort = SortOptions::new(req.mem.unwrap_or_else(super::default_mem), self.tmp_dir());
+        crate::segment::set_key_cache_budget(crate::segment::key_cache_share(sort.mem_bytes));
         let matching = req.matching.resolve(view, &cfg, sort.mem_bytes);
         if let (Some(m), Matching::Probe) = (req.mem, matching) {
             cfg.buffer_bytes = m; // probe's budget is its pair buffer

@@ -22,6 +22,14 @@ pub const DEFAULT_SHINGLE: &str = "words:5";
 pub const DEFAULT_SAMPLE: &str = "all";
 /// Default threshold for clusters maintained at ingest and for near-duplicate reports.
 pub const DEFAULT_CLUSTER_THRESHOLD: &str = "0.8";
+/// Segment format version a new index writes (`--segment-format`, format-spec/segment.md):
+/// the same as [`crate::segment::DEFAULT_WRITE_VERSION`].
+pub const DEFAULT_SEGMENT_FORMAT: u32 = crate::segment::DEFAULT_WRITE_VERSION;
+/// Segment format version of an index whose options record has no `segment_format` (created
+/// before the option existed, when every writer wrote format 2 unless told otherwise).
+pub const LEGACY_SEGMENT_FORMAT: u32 = 2;
+/// Segment format versions an index may be created with (1 is read, never chosen).
+pub const SEGMENT_FORMATS: [u32; 2] = [2, 3];
 
 /// Options fixed at index creation. Stored as JSON with strings for the enum-like values so the
 /// record stays readable (`"shingle": "words:5"`).
@@ -50,6 +58,12 @@ pub struct IndexOptions {
     /// it existed read as `body`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract: Option<String>,
+    /// The segment format version every writer of this index writes (`--segment-format 2|3`,
+    /// format-spec/segment.md): ingest, add's fold, compaction, the server, Python. Written
+    /// for every new index; records written before it existed read as 2
+    /// ([`LEGACY_SEGMENT_FORMAT`]). `NDD_SEGMENT_FORMAT` overrides it (tests, benchmarks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment_format: Option<u32>,
 }
 
 impl Default for IndexOptions {
@@ -63,6 +77,7 @@ impl Default for IndexOptions {
             max_df: None,
             site: None,
             extract: None,
+            segment_format: None,
         }
     }
 }
@@ -80,6 +95,8 @@ pub struct CreateOptions {
     pub site: Option<SiteRule>,
     /// Extraction; `None`: `body`.
     pub extract: Option<Extract>,
+    /// Segment format version (2 or 3); `None`: [`DEFAULT_SEGMENT_FORMAT`].
+    pub segment_format: Option<u32>,
 }
 
 impl IndexOptions {
@@ -102,6 +119,7 @@ impl IndexOptions {
         o.max_df = c.max_df;
         o.site = Some(c.site.unwrap_or_default().to_string());
         o.extract = Some(c.extract.unwrap_or_default().to_string());
+        o.segment_format = Some(c.segment_format.unwrap_or(DEFAULT_SEGMENT_FORMAT));
         o
     }
 
@@ -166,7 +184,39 @@ impl IndexOptions {
                 ));
             }
         }
+        if let Some(f) = c.segment_format {
+            let stored = self.stored_segment_format()?;
+            if f != stored {
+                return Err(conflict(
+                    "--segment-format",
+                    stored.to_string(),
+                    f.to_string(),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The segment format version recorded at creation (2 for a record without one).
+    pub fn stored_segment_format(&self) -> Result<u32> {
+        let f = self.segment_format.unwrap_or(LEGACY_SEGMENT_FORMAT);
+        if !(crate::segment::MIN_FORMAT_VERSION..=crate::segment::FORMAT_VERSION).contains(&f) {
+            return Err(corrupt(
+                "segment_format",
+                format!("segment format {f} is not one this build writes"),
+            ));
+        }
+        Ok(f)
+    }
+
+    /// The segment format version this index's writers write: `NDD_SEGMENT_FORMAT` when set
+    /// to a version this build writes (an override for tests and benchmarks), else the one
+    /// recorded at creation ([`IndexOptions::stored_segment_format`]).
+    pub fn segment_format(&self) -> Result<u32> {
+        if let Some(v) = crate::segment::format_override() {
+            return Ok(v);
+        }
+        self.stored_segment_format()
     }
 
     /// The extraction (`body` when the record has none).

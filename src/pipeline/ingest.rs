@@ -364,9 +364,10 @@ impl Index {
         let seg_id = manifest.next_segment_id();
         // Until the catalog names the segment, any early return removes its file(s) (the next
         // writer's orphan sweep would too; this keeps a failed run from leaving litter).
-        let builder = SegmentBuilder::create(
+        let builder = SegmentBuilder::create_version(
             self.dir().join(crate::index::SEGMENTS_DIR),
             &Manifest::file_name(seg_id),
+            self.options().segment_format()?,
         )?;
         // Format 3 sorts the postings a second time, by doc, into FORWARD rank lists while
         // the first sort's output is still streaming: each sort gets half of --mem.
@@ -550,6 +551,7 @@ impl Index {
             ..PairsConfig::new(fp_opts.sample, self.options().cluster_threshold()?)
         };
         let sort = SortOptions::new(opts.mem_bytes, self.tmp_dir());
+        crate::segment::set_key_cache_budget(crate::segment::key_cache_share(opts.mem_bytes));
         let mut pairs = Vec::new();
         let mstats = for_each_pair(
             opts.matching,

@@ -277,15 +277,21 @@ pub fn join_pairs(
         let results: Vec<Result<(Vec<Pair>, u64)>> = groups
             .par_iter()
             .map_init(
-                || (Vec::new(), Vec::new()),
-                |(xd, xa), group| {
+                || (Vec::new(), Vec::new(), Vec::new()),
+                |(xd, xa, rd), group| {
                     let d = group[0].a;
                     let mut out = Vec::new();
                     let mut checked = 0u64;
-                    if !view.features_into(d, xd)? {
+                    // d's stored list; its hashes only if a prober of another segment needs
+                    // them (one of d's own format-3 segment compares by ranks: query::verify).
+                    let Some(sd) = view.forward_raw_into(d, rd)? else {
                         return Ok((out, checked));
-                    }
-                    let m = xd.len();
+                    };
+                    let seg_d = &view.segments[sd].seg;
+                    let by_ranks =
+                        seg_d.ranked_forward() && crate::query::compares_by_order(cfg.sample);
+                    xd.clear();
+                    let m = rd.len();
                     for c in group.iter() {
                         let a = c.b;
                         let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, view.size(a) as usize);
@@ -293,10 +299,20 @@ pub fn join_pairs(
                             continue;
                         }
                         checked += 1;
-                        if !view.features_into(a, xa)? {
+                        let Some(sa) = view.forward_raw_into(a, xa)? else {
                             continue;
-                        }
-                        if let Some(ov) = cfg.sample.verify(xa, xd, cfg.threshold) {
+                        };
+                        let ov = if by_ranks && sa == sd {
+                            cfg.sample.verify(xa, rd, cfg.threshold)
+                        } else {
+                            view.segments[sa].seg.ranks_to_keys(xa, 0)?;
+                            if xd.is_empty() {
+                                xd.extend_from_slice(rd);
+                                seg_d.ranks_to_keys(xd, 0)?;
+                            }
+                            cfg.sample.verify(xa, xd, cfg.threshold)
+                        };
+                        if let Some(ov) = ov {
                             let (x, y) = if a < d { (a, d) } else { (d, a) };
                             out.push(Pair {
                                 a: x,

@@ -109,15 +109,26 @@ pub fn for_each_pair_block(
         let chunks: Vec<Result<(Vec<Pair>, Scratch)>> = ids
             .par_chunks(32)
             .map_init(
-                || (Scratch::new(view.doc_ids()), Vec::new(), Vec::new()),
-                |(scratch, x, found), chunk| {
+                || {
+                    (
+                        Scratch::new(view.doc_ids()),
+                        Vec::new(),
+                        Vec::new(),
+                        Vec::new(),
+                    )
+                },
+                |(scratch, x, raw, found), chunk| {
                     let mut out = Vec::new();
                     for &a in chunk {
-                        if !view.features_into(a, x)? {
+                        // The stored list too: candidates of a's own format-3 segment are
+                        // verified by their ranks (query::verify).
+                        let Some(seg) = view.features_and_raw_into(a, x, raw)? else {
                             continue;
-                        }
+                        };
+                        let own = crate::query::Own { seg, raw };
                         found.clear();
-                        matcher.search(x, |d| d > a || d < older_than, scratch, found)?;
+                        let accept = |d| d > a || d < older_than;
+                        matcher.search_own(x, Some(own), accept, scratch, found)?;
                         out.extend(found.iter().map(|m| {
                             let (lo, hi) = if a < m.doc { (a, m.doc) } else { (m.doc, a) };
                             Pair {
@@ -136,6 +147,7 @@ pub fn for_each_pair_block(
             let (p, s) = c?;
             stats.postings_visited += s.postings_visited;
             stats.candidates += s.candidates;
+            stats.verified_by_ranks += s.by_ranks;
             stats.max_df_probes_cut += s.probes_cut;
             stats.max_df_keys_cut += s.keys_cut;
             stats.max_df_postings_skipped += s.postings_skipped;
@@ -207,5 +219,86 @@ mod tests {
         };
         let s = for_each_pair_block(view, &tight, 0..view.doc_ids(), 0, |_| Ok(())).unwrap();
         assert_eq!(s.pairs, whole.len() as u64);
+    }
+
+    /// Pages in `families` families over two batches (two segments), created with segment
+    /// format `format`.
+    fn two_batch_index(dir: &std::path::Path, format: u32, sample: &str) -> crate::index::Index {
+        let create = crate::options::CreateOptions {
+            shingle: Some("words:1".parse().unwrap()),
+            sample: Some(sample.parse().unwrap()),
+            segment_format: Some(format),
+            ..Default::default()
+        };
+        let mut ix = crate::index::Index::open_writer(dir.join("idx"), &create).unwrap();
+        for batch in 0..2u32 {
+            let docs = dir.join(format!("docs{batch}"));
+            std::fs::create_dir_all(&docs).unwrap();
+            for d in 0..40u32 {
+                let words: Vec<String> = (0..120u32)
+                    .map(|i| match (i + d + batch) % 9 {
+                        0 => format!("own{batch}x{d}x{i}"),
+                        _ => format!("f{}w{i}", d % 7),
+                    })
+                    .collect();
+                let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
+                let name = format!("b{batch}d{d:02}.html");
+                std::fs::write(docs.join(name), html).unwrap();
+            }
+            let opts = crate::pipeline::IngestOptions {
+                mem_bytes: 16 << 20,
+                batch: Some(format!("b{batch}")),
+                ..Default::default()
+            };
+            ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
+                .unwrap();
+        }
+        ix
+    }
+
+    /// Verifying by ranks (candidates of the prober's own format-3 segment) finds exactly the
+    /// pairs, counts and resemblances of verifying by hashes (format 2), for every sampling
+    /// that compares by order, and the probe path and the join agree on format 3.
+    #[test]
+    fn ranks_verify_like_hashes() {
+        for sample in ["all", "mod:2", "bottomk:40", "minhash:30", "adaptive"] {
+            let tmp = tempfile::tempdir().unwrap();
+            let f2 = two_batch_index(&tmp.path().join("f2"), 2, sample);
+            let f3 = two_batch_index(&tmp.path().join("f3"), 3, sample);
+            assert_eq!(f3.options().stored_segment_format().unwrap(), 3);
+            assert_eq!(f2.options().stored_segment_format().unwrap(), 2);
+            if std::env::var_os(crate::segment::FORMAT_ENV).is_none() {
+                assert!(f3.view().segments.iter().all(|s| s.seg.ranked_forward()));
+                assert!(f2.view().segments.iter().all(|s| !s.seg.ranked_forward()));
+            }
+            for t in ["0.5", "0.8"] {
+                let s = f2.options().sample().unwrap();
+                let cfg = PairsConfig::new(s, t.parse().unwrap());
+                let (v2, v3) = (f2.view(), f3.view());
+                let (p2, s2) = collect_pairs(v2, &cfg, 0..v2.doc_ids(), 0).unwrap();
+                let (p3, s3) = collect_pairs(v3, &cfg, 0..v3.doc_ids(), 0).unwrap();
+                assert!(!p2.is_empty(), "{sample} {t}");
+                assert_eq!(p3, p2, "{sample} {t}");
+                assert_eq!(s3.candidates, s2.candidates);
+                assert_eq!(s2.verified_by_ranks, 0);
+                let ranked = v3.segments.iter().all(|s| s.seg.ranked_forward());
+                let by_order = crate::query::compares_by_order(s);
+                assert_eq!(s3.verified_by_ranks > 0, ranked && by_order, "{sample} {t}");
+                if v3.segments.len() > 1 {
+                    assert!(
+                        s3.verified_by_ranks < s3.candidates,
+                        "some pairs cross segments"
+                    );
+                }
+                let sort = crate::sort::SortOptions::new(16 << 20, tmp.path().to_path_buf());
+                let mut joined = Vec::new();
+                super::super::join::join_pairs(v3, &cfg, &sort, 0..v3.doc_ids(), 0, |b| {
+                    joined.extend_from_slice(b);
+                    Ok(())
+                })
+                .unwrap();
+                assert_eq!(joined, p2, "join {sample} {t}");
+            }
+        }
     }
 }

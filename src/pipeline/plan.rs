@@ -15,6 +15,9 @@ pub struct PairsStats {
     pub documents: u64,
     pub postings_visited: u64,
     pub candidates: u64,
+    /// Candidates verified by their ranks in the probing document's own format-3 segment
+    /// (no rank turned back into a key; `query::verify`).
+    pub verified_by_ranks: u64,
     pub pairs: u64,
     /// Blocks of probing documents processed.
     pub blocks: u64,

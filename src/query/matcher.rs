@@ -12,6 +12,8 @@ use crate::fingerprint::Sample;
 use crate::threshold::Threshold;
 use crate::view::View;
 
+use super::verify::{verify_candidate, Own, VerifyCounts};
+
 /// One verified near-duplicate.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Match {
@@ -36,6 +38,9 @@ pub struct Scratch {
     pub postings_visited: u64,
     /// Candidates verified by the last searches.
     pub candidates: u64,
+    /// Of those, the ones compared by their ranks in the prober's own format-3 segment
+    /// (`verify.rs`), with no rank turned back into a key.
+    pub by_ranks: u64,
     /// Candidates within the length bounds that the probe-hit bound ruled out without reading
     /// their features (see [`Matcher::search`]).
     pub pruned: u64,
@@ -74,6 +79,7 @@ impl Scratch {
             other: Vec::new(),
             postings_visited: s.postings_visited,
             candidates: s.candidates,
+            by_ranks: s.by_ranks,
             pruned: s.pruned,
             probes_cut: s.probes_cut,
             keys_cut: s.keys_cut,
@@ -89,6 +95,7 @@ impl Scratch {
         s.docs_absent = 0;
         s.postings_visited = 0;
         s.candidates = 0;
+        s.by_ranks = 0;
         s.pruned = 0;
         s.probes_cut = 0;
         s.keys_cut = 0;
@@ -105,6 +112,7 @@ impl Scratch {
             other: Vec::new(),
             postings_visited: 0,
             candidates: 0,
+            by_ranks: 0,
             pruned: 0,
             probes_cut: 0,
             keys_cut: 0,
@@ -271,6 +279,20 @@ impl<'v> Matcher<'v> {
         scratch: &mut Scratch,
         out: &mut Vec<Match>,
     ) -> Result<()> {
+        self.search_own(x, None, accept, scratch, out)
+    }
+
+    /// [`Matcher::search`] for a probing document stored in the view, given its own stored
+    /// list (`own`, from `View::features_and_raw_into`): candidates of its own format-3
+    /// segment are verified by their ranks (`verify.rs`). The same matches as `search`.
+    pub fn search_own(
+        &self,
+        x: &[u64],
+        own: Option<Own<'_>>,
+        accept: impl Fn(u32) -> bool,
+        scratch: &mut Scratch,
+        out: &mut Vec<Match>,
+    ) -> Result<()> {
         if !self.choose_probes(x, scratch)? {
             return Ok(());
         }
@@ -336,22 +358,21 @@ impl<'v> Matcher<'v> {
         scratch.touched.truncate(kept);
         walked?;
 
-        // Verify each remaining candidate exactly.
+        // Verify each remaining candidate exactly (by ranks where it can: verify.rs).
+        let mut counts = VerifyCounts::default();
         for i in 0..scratch.touched.len() {
             let d = scratch.touched[i];
             scratch.candidates += 1;
-            if !self.view.features_into(d, &mut scratch.other)? {
-                continue;
-            }
-            if let Some(ov) = self.sample.verify(x, &scratch.other, self.threshold) {
-                out.push(Match {
-                    doc: d,
-                    inter: ov.inter,
-                    resemblance: ov.resemblance,
-                    containment: ov.containment,
-                });
-            }
+            let (s, t) = (self.sample, self.threshold);
+            let ov = verify_candidate(self.view, s, t, x, own, d, &mut scratch.other, &mut counts)?;
+            out.extend(ov.map(|ov| Match {
+                doc: d,
+                inter: ov.inter,
+                resemblance: ov.resemblance,
+                containment: ov.containment,
+            }));
         }
+        scratch.by_ranks += counts.by_ranks;
         scratch.touched.clear();
         Ok(())
     }

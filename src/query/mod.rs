@@ -1,9 +1,11 @@
 //! Single-document queries: near-duplicates of a document that is not added to the index.
 
 mod matcher;
+mod verify;
 
 pub use matcher::per_segment::{SegmentProbes, NEW_SEGMENTS};
 pub use matcher::{Match, Matcher, Scratch};
+pub use verify::{compares_by_order, verify_candidate, Own, VerifyCounts};
 
 use serde::Serialize;
 

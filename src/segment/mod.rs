@@ -40,13 +40,16 @@ pub use postings::{
     decode_postings, encode_bitmap, encode_postings, encode_postings_v1, PostingIter, PostingList,
     RAW_MAX, TAG_RAW, TAG_ROARING,
 };
-pub use reader::{Entries, Segment};
+pub use reader::{
+    key_cache_share, key_cache_usage, set_key_cache_budget, Entries, Segment,
+    DEFAULT_KEY_CACHE_BYTES, KEY_CACHE_ENV,
+};
 pub use seek::Seeker;
 pub use u64s::{
     decode_u64s, decode_u64s_version, encode_u64s, encode_u64s_v1, U64List, U64ListIter, U64Slice,
 };
 pub use verify::{Problem, VerifyReport};
-pub use writer::{SegmentWriter, FORMAT_ENV};
+pub use writer::{format_override, SegmentWriter, DEFAULT_WRITE_VERSION, FORMAT_ENV};
 
 /// First format version whose FORWARD values are ranks of POSTINGS keys (table
 /// [`POSTINGS_RANKS`]).

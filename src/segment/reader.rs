@@ -57,25 +57,66 @@ pub const KEY_CACHE_ENV: &str = "NDD_KEY_CACHE";
 /// Default of [`KEY_CACHE_ENV`]: 256 MiB, the keys of about 32 M POSTINGS entries.
 pub const DEFAULT_KEY_CACHE_BYTES: u64 = 256 << 20;
 
-/// Bytes of the key-cache budget not yet taken (initialised from [`KEY_CACHE_ENV`]).
-fn key_cache_budget() -> &'static AtomicU64 {
-    static BUDGET: OnceLock<AtomicU64> = OnceLock::new();
-    BUDGET.get_or_init(|| {
-        let bytes = std::env::var(KEY_CACHE_ENV)
+/// The key-cache budget set by [`KEY_CACHE_ENV`], if it is set to a number.
+fn key_cache_env() -> Option<u64> {
+    static ENV: OnceLock<Option<u64>> = OnceLock::new();
+    *ENV.get_or_init(|| {
+        std::env::var(KEY_CACHE_ENV)
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(DEFAULT_KEY_CACHE_BYTES);
-        AtomicU64::new(bytes)
     })
+}
+
+/// The process-wide key-cache budget in bytes ([`set_key_cache_budget`], else
+/// [`KEY_CACHE_ENV`], else [`DEFAULT_KEY_CACHE_BYTES`]).
+fn key_cache_limit() -> &'static AtomicU64 {
+    static LIMIT: OnceLock<AtomicU64> = OnceLock::new();
+    LIMIT.get_or_init(|| AtomicU64::new(key_cache_env().unwrap_or(DEFAULT_KEY_CACHE_BYTES)))
+}
+
+/// Bytes of decoded keys held by the key caches of this process.
+fn key_cache_taken() -> &'static AtomicU64 {
+    static TAKEN: AtomicU64 = AtomicU64::new(0);
+    &TAKEN
+}
+
+/// Sets the process-wide budget for decoded POSTINGS keys of format-3 segments (8 bytes a
+/// key) to `bytes`: the operations tie it to their memory budget (`--mem`). Caches already
+/// loaded stay (a smaller budget only stops new ones). [`KEY_CACHE_ENV`], when set, wins.
+pub fn set_key_cache_budget(bytes: u64) {
+    if key_cache_env().is_none() {
+        key_cache_limit().store(bytes, Ordering::Relaxed);
+    }
+}
+
+/// The process-wide key-cache budget in bytes and how much of it is taken.
+pub fn key_cache_usage() -> (u64, u64) {
+    (
+        key_cache_limit().load(Ordering::Relaxed),
+        key_cache_taken().load(Ordering::Relaxed),
+    )
 }
 
 /// Takes `bytes` from the key-cache budget; false (nothing taken) when it has less left.
 fn take_key_cache_budget(bytes: u64) -> bool {
-    key_cache_budget()
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-            left.checked_sub(bytes)
+    let limit = key_cache_limit().load(Ordering::Relaxed);
+    key_cache_taken()
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |taken| {
+            taken.checked_add(bytes).filter(|&t| t <= limit)
         })
         .is_ok()
+}
+
+/// The key-cache budget of an operation with memory budget `mem` (`--mem`): half of it. The
+/// other half is what its sorts take while the keys are read (a join's verification runs with
+/// its output sort filling), and probe matching sorts nothing.
+pub fn key_cache_share(mem: u64) -> u64 {
+    mem / 2
+}
+
+/// Gives `bytes` back to the key-cache budget.
+fn give_key_cache_budget(bytes: u64) {
+    key_cache_taken().fetch_sub(bytes, Ordering::Relaxed);
 }
 
 /// A format-3 segment's POSTINGS keys in rank order; gives its bytes back to the budget when
@@ -86,7 +127,7 @@ struct KeyCache {
 
 impl Drop for KeyCache {
     fn drop(&mut self) {
-        key_cache_budget().fetch_add(self.keys.len() as u64 * 8, Ordering::Relaxed);
+        give_key_cache_budget(self.keys.len() as u64 * 8);
     }
 }
 
@@ -384,6 +425,101 @@ impl Segment {
         }
     }
 
+    /// Replaces `out` with the FORWARD list of `doc` as stored: its feature hashes (formats 1
+    /// and 2) or the ranks of its features among this segment's POSTINGS keys (format 3,
+    /// [`Segment::ranked_forward`]), ascending either way, with no rank mapped to a key:
+    /// two documents of one ranked segment share exactly as many ranks as features, which is
+    /// all exact verification needs (|A ∩ B|). False when the segment has no entry for `doc`.
+    pub fn forward_raw_into(&self, doc: u64, out: &mut Vec<u64>) -> Result<bool> {
+        out.clear();
+        match self.get(super::FORWARD, doc)? {
+            None => Ok(false),
+            Some(v) => {
+                self.decode_u64s(v)?.extend_into(out);
+                Ok(true)
+            }
+        }
+    }
+
+    /// The number of features in the FORWARD value `v` of this segment (no list decoded).
+    pub fn forward_len(&self, v: &[u8]) -> Result<usize> {
+        Ok(self.decode_u64s(v)?.len())
+    }
+
+    /// Format 3: replaces the ranks `list[from..]` (a FORWARD list of this segment, from
+    /// [`Segment::forward_raw_into`]) by the feature hashes they stand for, as
+    /// [`Segment::forward_into`] would have given them. Nothing to do for formats 1 and 2.
+    pub fn ranks_to_keys(&self, list: &mut Vec<u64>, from: usize) -> Result<()> {
+        if !self.ranked_forward() || from >= list.len() {
+            return Ok(());
+        }
+        if let Some(keys) = self.key_cache.get().and_then(|c| c.as_ref()) {
+            return gather(&keys.keys, &mut list[from..]).map_err(|r| {
+                let total = keys.keys.len();
+                Error::corrupt(
+                    &self.path,
+                    0,
+                    format!("forward list: rank {r} is past the {total} POSTINGS keys"),
+                )
+            });
+        }
+        let ranks = list.split_off(from);
+        self.keys_at_ranks(ranks.iter().copied(), list)
+            .map_err(|e| match e {
+                Error::Corrupt { offset, reason, .. } => Error::corrupt(&self.path, offset, reason),
+                other => other,
+            })
+    }
+
+    /// Appends to `out` the ranks among this segment's POSTINGS keys of those of the sorted,
+    /// unique hashes `keys` that it holds (ascending; an absent hash gets none, and no
+    /// document of this segment holds it). Format 3 only (empty otherwise). One POSTINGS
+    /// lookup per hash, after the block range and the key filter.
+    pub fn ranks_of(&self, keys: &[u64], out: &mut Vec<u64>) -> Result<()> {
+        if !self.ranked_forward() {
+            return Ok(());
+        }
+        let (Some(starts), Some(t)) = (self.rank_starts()?, self.table(super::POSTINGS)) else {
+            return Ok(());
+        };
+        let mut bi = 0usize;
+        let mut cur: Option<(usize, BlockView<'_>)> = None;
+        for &k in keys {
+            bi += t.last_keys[bi..].partition_point(|&last| last < k);
+            match t.blocks.get(bi) {
+                Some(b) if b.first_key <= k => {}
+                Some(_) => continue,
+                None => break,
+            }
+            if !self.postings_may_contain(bi, k)? {
+                continue;
+            }
+            let view = match cur {
+                Some((at, v)) if at == bi => v,
+                _ => {
+                    let v = self.block(t, bi)?;
+                    let count = starts[bi + 1] - starts[bi];
+                    if v.len() as u64 != count {
+                        return Err(Error::corrupt(
+                            &self.path,
+                            t.blocks[bi].offset,
+                            format!(
+                                "POSTINGS block {bi} holds {} keys, the rank table says {count}",
+                                v.len()
+                            ),
+                        ));
+                    }
+                    cur = Some((bi, v));
+                    v
+                }
+            };
+            if let Some(i) = view.find(k) {
+                out.push(starts[bi] + i as u64);
+            }
+        }
+        Ok(())
+    }
+
     /// Appends the feature hashes of the FORWARD value `v` of this segment to `out`: the
     /// stored hashes (formats 1 and 2), or the POSTINGS keys at the stored ranks (format 3).
     pub fn decode_forward_into(&self, v: &[u8], out: &mut Vec<u64>) -> Result<()> {
@@ -574,7 +710,7 @@ impl Segment {
                 && keys.len() as u64 - before == starts[bi + 1] - starts[bi]
         });
         if !ok {
-            key_cache_budget().fetch_add(total * 8, Ordering::Relaxed);
+            give_key_cache_budget(total * 8);
             return None;
         }
         // The blocks' counts add up to `total` (the rank table starts at 0 and ends there), so

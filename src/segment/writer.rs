@@ -129,9 +129,11 @@ pub struct SegmentWriter {
     postings_flushed: u64,
 }
 
-/// Environment variable that chooses the format version `SegmentWriter::create` writes: `3`
-/// opts in to the half-size index (FORWARD lists as ranks, format-spec/segment.md), `1` and `2`
-/// are for compatibility tests and before/after benchmarks. Unset: [`DEFAULT_WRITE_VERSION`].
+/// Environment variable that overrides the format version writers write: an index's writers
+/// otherwise write the version recorded in its options (`ingest --segment-format 2|3`,
+/// `IndexOptions::segment_format`), `SegmentWriter::create` [`DEFAULT_WRITE_VERSION`]. `3` is
+/// the half-size index (FORWARD lists as ranks, format-spec/segment.md), `1` and `2` are for
+/// compatibility tests and before/after benchmarks.
 pub const FORMAT_ENV: &str = "NDD_SEGMENT_FORMAT";
 
 /// Format version written when `NDD_SEGMENT_FORMAT` is unset: 2. Version 3 is half the size
@@ -139,6 +141,16 @@ pub const FORMAT_ENV: &str = "NDD_SEGMENT_FORMAT";
 /// matching, `pairs`, queries; BENCHMARKS "segment format 3"), so it is opt-in until the
 /// matcher verifies by ranks.
 pub const DEFAULT_WRITE_VERSION: u32 = 2;
+
+/// The version `NDD_SEGMENT_FORMAT` asks for (1, 2 or 3), if it is set to one of them.
+pub fn format_override() -> Option<u32> {
+    match std::env::var(FORMAT_ENV).ok().as_deref().map(str::trim) {
+        Some("1") => Some(1),
+        Some("2") => Some(2),
+        Some("3") => Some(3),
+        _ => None,
+    }
+}
 
 impl SegmentWriter {
     /// Starts `<dir>/<name>.tmp` with the default block target (32 KiB).
@@ -153,12 +165,7 @@ impl SegmentWriter {
         name: &str,
         block_target: usize,
     ) -> Result<Self> {
-        let version = match std::env::var(FORMAT_ENV).ok().as_deref() {
-            Some("1") => 1,
-            Some("2") => 2,
-            Some("3") => 3,
-            _ => DEFAULT_WRITE_VERSION,
-        };
+        let version = format_override().unwrap_or(DEFAULT_WRITE_VERSION);
         Self::create_version(dir, name, block_target, version)
     }
 

@@ -129,3 +129,75 @@ fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_3() {
     assert_eq!(q(&ranked), q(&old));
     ranked.verify();
 }
+
+/// `ingest --segment-format 3` records the format at creation: later ingests and
+/// `compact --full` without the flag write it too, `stats --json` shows it, and giving another
+/// one for the existing index is refused.
+#[test]
+fn segment_format_is_a_creation_option() {
+    let work = temp_dir("segfmt-opt").keep();
+    let batch = |b: u32| {
+        let dir = work.join(format!("b{b}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for d in 0..12u32 {
+            let words: Vec<String> = (0..60u32)
+                .map(|i| {
+                    if i == 59 {
+                        format!("own{b}x{d}x{i}")
+                    } else {
+                        format!("f{}w{i}", d % 3)
+                    }
+                })
+                .collect();
+            let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
+            std::fs::write(dir.join(format!("b{b}d{d}.html")), html).unwrap();
+        }
+        dir
+    };
+    let (b0, b1) = (batch(0), batch(1));
+    let ingest = |idx: &TestIndex, dir: &Path, extra: &[&str]| {
+        let mut args = vec!["ingest", "--quiet"];
+        args.extend_from_slice(extra);
+        args.push(dir.to_str().unwrap());
+        idx.cmd(&args)
+            .env_remove("NDD_SEGMENT_FORMAT")
+            .output()
+            .unwrap()
+    };
+    let three = TestIndex::new("segfmt-opt3");
+    assert!(ingest(&three, &b0, &["--segment-format", "3"])
+        .status
+        .success());
+    assert!(ingest(&three, &b1, &[]).status.success());
+    assert_eq!(segment_versions(&three), vec![3, 3]);
+    assert_eq!(three.stats()["options"]["segment_format"], 3);
+    let refused = ingest(&three, &b1, &["--segment-format", "2"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--segment-format"));
+    let two = TestIndex::new("segfmt-opt2");
+    assert!(ingest(&two, &b0, &["--segment-format", "2"])
+        .status
+        .success());
+    assert!(ingest(&two, &b1, &[]).status.success());
+    assert_eq!(segment_versions(&two), vec![2, 2]);
+    assert_eq!(two.stats()["options"]["segment_format"], 2);
+    let bad = ingest(
+        &TestIndex::new("segfmt-opt1"),
+        &b0,
+        &["--segment-format", "1"],
+    );
+    assert!(!bad.status.success());
+    for t in ["0.5", "0.8"] {
+        assert!(!two.pairs(t).is_empty());
+        assert_eq!(three.pairs(t), two.pairs(t));
+    }
+    let out = three
+        .cmd(&["compact", "--full"])
+        .env_remove("NDD_SEGMENT_FORMAT")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(segment_versions(&three), vec![3]);
+    assert_eq!(three.pairs("0.8"), two.pairs("0.8"));
+    three.verify();
+}
