@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
-use crate::build::delta_postings::DeltaPostings;
 use crate::error::{Error, Result};
 use crate::options::IndexOptions;
 use crate::segment::{self, Segment};
@@ -200,9 +199,6 @@ impl FrequentKeys {
 pub struct LiveSegment {
     pub entry: SegmentEntry,
     pub seg: Arc<Segment>,
-    /// A delta piece whose postings are in the view's [`DeltaMap`]: probes read them there,
-    /// not from this segment ([`View::for_each_posting`]).
-    pub mapped: bool,
 }
 
 impl LiveSegment {
@@ -211,18 +207,8 @@ impl LiveSegment {
         LiveSegment {
             entry: self.entry.clone(),
             seg: Arc::clone(&self.seg),
-            mapped: self.mapped,
         }
     }
-}
-
-/// The postings of a view's delta pieces as one map ([`DeltaPostings`], shared with the
-/// views derived before and after this one): the documents below `below` are exactly those of
-/// the view's pieces marked [`LiveSegment::mapped`].
-#[derive(Clone)]
-pub struct DeltaMap {
-    pub map: Arc<DeltaPostings>,
-    pub below: u32,
 }
 
 /// Manifest-style id of the delta's in-memory segments in a view (never in a manifest).
@@ -250,9 +236,6 @@ pub struct View {
     pub sizes: DocSizes,
     /// Document frequency of the frequent keys, summed over segments.
     pub frequent: FrequentKeys,
-    /// The postings of the delta pieces marked `mapped`, as one map (a writer's views from
-    /// its first online add on; None: every segment is probed on its own).
-    pub delta_map: Option<DeltaMap>,
 }
 
 /// Opens a segment the manifest lists, checking its length against the manifest's.
@@ -283,7 +266,6 @@ impl View {
             segments.push(LiveSegment {
                 entry,
                 seg: Arc::new(seg),
-                mapped: false,
             });
         }
         if let Some(delta) = delta_segment(catalog, _options)? {
@@ -311,7 +293,6 @@ impl View {
                 base: Arc::new(frequent),
                 over: FeatureMap::default(),
             },
-            delta_map: None,
         })
     }
 
@@ -351,11 +332,7 @@ impl View {
                     let seg = Arc::new(open_listed(dir, &entry)?);
                     frequent.add(&seg)?;
                     opened.push(Arc::clone(&seg));
-                    LiveSegment {
-                        entry,
-                        seg,
-                        mapped: false,
-                    }
+                    LiveSegment { entry, seg }
                 }
             };
             segments.push(live);
@@ -383,9 +360,8 @@ impl View {
                     .iter()
                     .any(|s| s.entry.doc_lo <= *d && *d < s.entry.doc_hi)
             });
-        let delta_map = if same_delta {
+        if same_delta {
             segments.extend(prev_delta.iter().map(|s| s.share()));
-            prev.delta_map.clone()
         } else {
             for s in &prev_delta {
                 frequent.sub(&s.seg)?;
@@ -394,8 +370,7 @@ impl View {
                 frequent.add(&d.seg)?;
                 segments.push(d);
             }
-            None
-        };
+        }
         let from = prev.doc_ids();
         let mut new_sizes = vec![0u32; (next - from) as usize];
         for item in catalog.iter_docs_from(from) {
@@ -416,7 +391,6 @@ impl View {
                 tombstones: catalog.tombstones()?,
                 sizes,
                 frequent,
-                delta_map,
             },
             opened,
         ))
@@ -443,7 +417,14 @@ impl View {
         new_sizes: &[u32],
         extra_tombstones: &RoaringBitmap,
     ) -> Result<View> {
-        let mut segments: Vec<LiveSegment> = self.segments.iter().map(LiveSegment::share).collect();
+        let mut segments: Vec<LiveSegment> = self
+            .segments
+            .iter()
+            .map(|s| LiveSegment {
+                entry: s.entry.clone(),
+                seg: Arc::clone(&s.seg),
+            })
+            .collect();
         let mut frequent = self.frequent.clone();
         for (path, entry) in new {
             if entry.doc_hi > entry.doc_lo {
@@ -452,20 +433,14 @@ impl View {
                 segments.push(LiveSegment {
                     entry,
                     seg: Arc::new(seg),
-                    mapped: false,
                 });
             }
         }
-        let map = self.delta_map.clone();
-        self.extended(segments, frequent, map, new_sizes, extra_tombstones)
+        self.extended(segments, frequent, new_sizes, extra_tombstones)
     }
 
     /// [`View::with_new_segment`] of a segment already open (an online add's segment of its
-    /// documents, `build::delta::map`), which becomes a delta piece ([`View::after_add`]):
-    /// its postings are appended to the view's [`DeltaMap`] (shared with this view, which
-    /// does not see them: they lie beyond its bound), or a new map is built from every delta
-    /// piece and it when there is none yet, it is full, or it holds ids from this segment's
-    /// range (an earlier add that failed before its publish appended them).
+    /// documents, `build::delta::map`).
     pub fn with_open_segment(
         &self,
         entry: SegmentEntry,
@@ -476,47 +451,18 @@ impl View {
         let mut segments: Vec<LiveSegment> = self.segments.iter().map(LiveSegment::share).collect();
         let mut frequent = self.frequent.clone();
         frequent.add(&seg)?;
-        let below = entry.doc_hi;
-        let appended = match &self.delta_map {
-            Some(d)
-                if d.map
-                    .append_segment(&seg, entry.doc_lo, entry.postings, d.below)? =>
-            {
-                Some(Arc::clone(&d.map))
-            }
-            _ => None,
-        };
         segments.push(LiveSegment {
             entry,
             seg: Arc::new(seg),
-            mapped: false,
         });
-        // The delta pieces: this view's and the new segment (the last).
-        let n = segments.len();
-        for (i, s) in segments.iter_mut().enumerate() {
-            s.mapped = s.entry.id == DELTA_SEGMENT_ID || i == n - 1;
-        }
-        let map = match appended {
-            Some(map) => map,
-            None => {
-                let mut pieces: Vec<&LiveSegment> = segments.iter().filter(|s| s.mapped).collect();
-                pieces.sort_by_key(|s| s.entry.doc_lo);
-                let of = pieces
-                    .iter()
-                    .map(|s| (&*s.seg, s.entry.doc_lo, s.entry.postings));
-                Arc::new(DeltaPostings::of_segments(of)?)
-            }
-        };
-        let map = Some(DeltaMap { map, below });
-        self.extended(segments, frequent, map, new_sizes, extra_tombstones)
+        self.extended(segments, frequent, new_sizes, extra_tombstones)
     }
 
-    /// This view's sizes and tombstones extended, over `segments`, `frequent` and `delta_map`.
+    /// This view's sizes and tombstones extended, over `segments` and `frequent`.
     fn extended(
         &self,
         segments: Vec<LiveSegment>,
         frequent: FrequentKeys,
-        delta_map: Option<DeltaMap>,
         new_sizes: &[u32],
         extra_tombstones: &RoaringBitmap,
     ) -> Result<View> {
@@ -529,7 +475,6 @@ impl View {
             tombstones: &self.tombstones | extra_tombstones,
             sizes,
             frequent,
-            delta_map,
         })
     }
 
@@ -594,7 +539,6 @@ impl View {
                     LiveSegment {
                         entry: entry.clone(),
                         seg: Arc::new(seg),
-                        mapped: false,
                     }
                 }
                 None => {
@@ -622,8 +566,6 @@ impl View {
             tombstones: self.tombstones.clone(),
             sizes,
             frequent,
-            // A fold empties the delta: its map goes with it.
-            delta_map: self.delta_map.clone().filter(|_| keep_delta),
         })
     }
 
@@ -686,7 +628,6 @@ impl View {
             tombstones: self.tombstones.clone(),
             sizes: self.sizes.clone(),
             frequent: self.frequent.clone(),
-            delta_map: self.delta_map.clone(),
         }
     }
 
@@ -725,10 +666,8 @@ impl View {
                 let old = self.segments.remove(i);
                 self.frequent.sub(&old.seg)?;
             }
-            if let Some(mut piece) = delta_segment_of(catalog, options, &docs)? {
+            if let Some(piece) = delta_segment_of(catalog, options, &docs)? {
                 self.frequent.add(&piece.seg)?;
-                // The same documents as the pieces it replaces, which the map holds.
-                piece.mapped = self.delta_map.is_some();
                 self.segments.push(piece);
             }
         }
@@ -812,15 +751,9 @@ impl View {
         Ok(Some(si))
     }
 
-    /// Calls `f` with every live document in the posting lists of `key`, over all segments:
-    /// the delta pieces' through the view's [`DeltaMap`] when it has one (one lookup for the
-    /// whole delta, however many pieces it is in). The same documents, as many times, either
-    /// way; only their order differs.
+    /// Calls `f` with every live document in the posting lists of `key`, over all segments.
     pub fn for_each_posting(&self, key: u64, mut f: impl FnMut(u32)) -> Result<()> {
         for s in &self.segments {
-            if s.mapped {
-                continue; // read from the delta map below
-            }
             if let Some(list) = s.seg.get_postings(segment::POSTINGS, key)? {
                 if self.tombstones.is_empty() {
                     list.for_each(&mut f);
@@ -831,17 +764,6 @@ impl View {
                         }
                     });
                 }
-            }
-        }
-        if let Some(d) = &self.delta_map {
-            if self.tombstones.is_empty() {
-                d.map.for_each(key, d.below, &mut f);
-            } else {
-                d.map.for_each(key, d.below, |doc| {
-                    if !self.tombstones.contains(doc) {
-                        f(doc)
-                    }
-                });
             }
         }
         Ok(())
@@ -880,7 +802,6 @@ fn delta_segment_of(
         LiveSegment {
             entry,
             seg: Arc::new(seg),
-            mapped: false,
         }
     }))
 }

@@ -19,7 +19,6 @@
 //! imports nothing from `view` or above (tests/integration/layers.rs).
 
 pub mod delta;
-pub mod delta_postings;
 
 use std::path::{Path, PathBuf};
 
