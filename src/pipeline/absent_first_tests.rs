@@ -46,7 +46,7 @@ fn html(words: impl Iterator<Item = String>) -> String {
 
 /// Every pair (prober in `range`, partner above it or below `older`) by comparing feature
 /// lists: the oracle.
-fn brute(
+pub(super) fn brute(
     view: &View,
     cfg: &PairsConfig,
     range: std::ops::Range<u32>,
@@ -74,7 +74,7 @@ fn brute(
     out
 }
 
-fn keyed(v: &[Pair]) -> Vec<(u32, u32, u64)> {
+pub(super) fn keyed(v: &[Pair]) -> Vec<(u32, u32, u64)> {
     let mut k: Vec<_> = v.iter().map(|p| (p.a, p.b, p.m.inter)).collect();
     k.sort_unstable();
     k

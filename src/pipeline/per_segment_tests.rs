@@ -4,11 +4,11 @@
 //! several old segments with deleted documents, with spilled sorts (kind 4 run files); fewer
 //! old lookups and blocks; more than 31 old segments (grouped bits).
 
+use super::absent_first_tests::{brute, keyed};
 use super::plan::{plan, PairsConfig};
-use super::{for_each_pair, for_each_pair_block, join_pairs, word_pages_index, Matching, Pair};
+use super::{for_each_pair, for_each_pair_block, join_pairs, word_pages_index, Matching};
 use crate::lifecycle::delete::DeleteSelector;
 use crate::sort::SortOptions;
-use crate::view::View;
 
 /// Batch-1 page `d`: 12 site words, 50 family words (20 families), 60 words of its own.
 fn old_word(d: u32, i: u32) -> String {
@@ -52,41 +52,6 @@ fn ingest(ix: &mut crate::index::Index, dir: std::path::PathBuf) -> crate::pipel
     };
     ix.ingest(vec![dir], &opts, &mut |_| Ok(()), &|_| {})
         .unwrap()
-}
-
-/// Every pair (prober in `range`, partner above it or below `older`) from the feature lists.
-fn brute(
-    view: &View,
-    cfg: &PairsConfig,
-    range: std::ops::Range<u32>,
-    older: u32,
-) -> Vec<(u32, u32, u64)> {
-    let (mut xa, mut xb) = (Vec::new(), Vec::new());
-    let mut out = Vec::new();
-    for a in range {
-        if !view.is_live(a) || !view.features_into(a, &mut xa).unwrap() || xa.is_empty() {
-            continue;
-        }
-        for b in 0..view.doc_ids() {
-            if b == a || !(b > a || b < older) || !view.is_live(b) {
-                continue;
-            }
-            if !view.features_into(b, &mut xb).unwrap() || xb.is_empty() {
-                continue;
-            }
-            if let Some(ov) = cfg.sample.verify(&xa, &xb, cfg.threshold) {
-                out.push((a.min(b), a.max(b), ov.inter));
-            }
-        }
-    }
-    out.sort_unstable();
-    out
-}
-
-fn keyed(v: &[Pair]) -> Vec<(u32, u32, u64)> {
-    let mut k: Vec<_> = v.iter().map(|p| (p.a, p.b, p.m.inter)).collect();
-    k.sort_unstable();
-    k
 }
 
 /// Three configurations: plain rarest-first, one absent-first set, per-segment (default).
