@@ -29,7 +29,7 @@ fn old_word(d: u32, i: u32) -> String {
 
 /// Page `d` of 122 words from `word`, with every word at `i % 60 == at` replaced by a word of
 /// its own (`{tag}{d}x{i}`): an edit of about 3 % of the words.
-fn edited(d: u32, at: u32, tag: &str, word: impl Fn(u32) -> String) -> String {
+pub(super) fn edited(d: u32, at: u32, tag: &str, word: impl Fn(u32) -> String) -> String {
     html((0..122).map(|i| {
         if i % 60 == at {
             format!("{tag}{d}x{i}")
@@ -39,7 +39,7 @@ fn edited(d: u32, at: u32, tag: &str, word: impl Fn(u32) -> String) -> String {
     }))
 }
 
-fn html(words: impl Iterator<Item = String>) -> String {
+pub(super) fn html(words: impl Iterator<Item = String>) -> String {
     let w: Vec<String> = words.collect();
     format!("<html><body><p>{}</p></body></html>", w.join(" "))
 }
@@ -72,6 +72,24 @@ pub(super) fn brute(
     }
     out.sort_unstable();
     out
+}
+
+/// The join's pairs for probers `range` (partners above them or below `older`), keyed, and
+/// its stats.
+pub(super) fn join_keyed(
+    view: &View,
+    cfg: &PairsConfig,
+    sort: &crate::sort::SortOptions,
+    range: std::ops::Range<u32>,
+    older: u32,
+) -> (Vec<(u32, u32, u64)>, super::plan::PairsStats) {
+    let mut got = Vec::new();
+    let s = super::join_pairs(view, cfg, sort, range, older, |b| {
+        got.extend_from_slice(b);
+        Ok(())
+    })
+    .unwrap();
+    (keyed(&got), s)
 }
 
 pub(super) fn keyed(v: &[Pair]) -> Vec<(u32, u32, u64)> {

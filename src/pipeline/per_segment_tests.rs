@@ -4,7 +4,7 @@
 //! several old segments with deleted documents, with spilled sorts (kind 4 run files); fewer
 //! old lookups and blocks; more than 31 old segments (grouped bits).
 
-use super::absent_first_tests::{brute, keyed};
+use super::absent_first_tests::{brute, edited, html, join_keyed, keyed};
 use super::plan::{plan, PairsConfig};
 use super::{for_each_pair, for_each_pair_block, join_pairs, word_pages_index, Matching};
 use crate::lifecycle::delete::DeleteSelector;
@@ -17,22 +17,6 @@ fn old_word(d: u32, i: u32) -> String {
         _ if i < 62 => format!("f{}w{i}", d % 20),
         _ => format!("own{d}x{i}"),
     }
-}
-
-fn html(words: impl Iterator<Item = String>) -> String {
-    let w: Vec<String> = words.collect();
-    format!("<html><body><p>{}</p></body></html>", w.join(" "))
-}
-
-/// Page `d` of 122 words from `word` with every word at `i % 60 == at` replaced.
-fn edited(d: u32, at: u32, tag: &str, word: impl Fn(u32) -> String) -> String {
-    html((0..122).map(|i| {
-        if i % 60 == at {
-            format!("{tag}{d}x{i}")
-        } else {
-            word(i)
-        }
-    }))
 }
 
 fn write_batch(dir: &std::path::Path, pages: Vec<(String, String)>) -> std::path::PathBuf {
@@ -158,13 +142,8 @@ fn per_segment_probes_find_the_same_pairs_and_look_up_fewer_old_keys() {
             let sort = SortOptions::new(mem, &tmpdir);
             let mut stats = Vec::new();
             for c in &cfgs {
-                let mut got = Vec::new();
-                let s = join_pairs(view, c, &sort, lo..hi, lo, |b| {
-                    got.extend_from_slice(b);
-                    Ok(())
-                })
-                .unwrap();
-                assert_eq!(keyed(&got), want, "join t {t} mem {mem} {c:?}");
+                let (got, s) = join_keyed(view, c, &sort, lo..hi, lo);
+                assert_eq!(got, want, "join t {t} mem {mem} {c:?}");
                 if mem == 16 << 10 {
                     assert!(s.runs_spilled > 0, "the probe records spill: {s:?}");
                 }
@@ -316,13 +295,8 @@ fn more_than_31_old_segments_share_the_last_bit() {
         let sort = SortOptions::new(64 << 20, &tmpdir);
         let mut per = None;
         for c in &cfgs {
-            let mut got = Vec::new();
-            let s = join_pairs(view, c, &sort, lo..hi, lo, |b| {
-                got.extend_from_slice(b);
-                Ok(())
-            })
-            .unwrap();
-            assert_eq!(keyed(&got), want, "t {t} {c:?}");
+            let (got, s) = join_keyed(view, c, &sort, lo..hi, lo);
+            assert_eq!(got, want, "t {t} {c:?}");
             per = Some(s);
         }
         let per = per.unwrap();
