@@ -244,11 +244,47 @@ impl Dom {
     /// Appends the text of `root`'s subtree to `out` in document order, one space before each
     /// text node, skipping `script`, `style` and `template` elements (of any namespace) with
     /// their content. Iterative: no recursion however deep the tree.
+    #[cfg(test)]
     pub(super) fn body_text(&self, root: NodeId, source: &[u8], out: &mut Vec<u8>) {
         self.walk(root, |_, node| match node.kind {
             Kind::Text { first, .. } => {
                 out.push(b' ');
                 self.push_text(first, source, out);
+                false
+            }
+            Kind::Element { tag } => !tag.drops_content(),
+            Kind::Comment => false,
+        });
+    }
+
+    /// `body_text` and then `words::append_words` on it, without building the body text:
+    /// each text node's words go to `out` straight from its bytes (in the input document for
+    /// most nodes; a node of several chunks is first joined in `scratch`). The same bytes:
+    /// the space `body_text` puts before each node ends any word and stops the final-sigma
+    /// rule's look around a `Σ` (a space is neither cased nor case-ignorable) just as the
+    /// node's ends do, and `append_words` starts every call outside a word.
+    pub(super) fn body_words(
+        &self,
+        root: NodeId,
+        source: &[u8],
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) {
+        self.walk(root, |_, node| match node.kind {
+            Kind::Text { first, last } => {
+                if first == last {
+                    let text = self.bytes(&self.chunks[first as usize], source);
+                    // Short whitespace between tags (a third of the text nodes) has no words:
+                    // bytes up to the space are ASCII non-word characters.
+                    if text.len() <= 16 && text.iter().all(|&b| b <= b' ') {
+                        return false;
+                    }
+                    super::words::append_words(text, out);
+                } else {
+                    scratch.clear();
+                    self.push_text(first, source, scratch);
+                    super::words::append_words(scratch, out);
+                }
                 false
             }
             Kind::Element { tag } => !tag.drops_content(),

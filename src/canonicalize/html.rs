@@ -302,6 +302,23 @@ impl<'t> Glue<'t> {
         }
     }
 
+    /// `process(Tok::Chars(s))` without building the token.
+    #[inline]
+    pub(super) fn chars(&mut self, s: &[u8]) {
+        if let Some(tree) = self.tree.as_deref_mut() {
+            tree.process_chars(s);
+        }
+    }
+
+    /// `process(Tok::End(t))` if `end`, else `process(Tok::Start(t))`, without building the
+    /// token.
+    #[inline]
+    pub(super) fn tag(&mut self, end: bool, t: TagTok) {
+        if let Some(tree) = self.tree.as_deref_mut() {
+            tree.process_tag(end, t);
+        }
+    }
+
     /// Applies the attribute just completed, if it is one of the three that matter.
     fn finish_attribute(&mut self) {
         let (n, v) = (&self.attr_name, &self.attr_value);
@@ -368,7 +385,7 @@ impl<'g, 't> Emitter for &'g mut Glue<'t> {
 
     fn emit_string(&mut self, c: &[u8]) {
         if !c.is_empty() {
-            self.process(Tok::Chars(c));
+            self.chars(c);
         }
     }
 
@@ -399,10 +416,10 @@ impl<'g, 't> Emitter for &'g mut Glue<'t> {
             attr: self.attr,
         };
         let next = if self.is_end {
-            self.process(Tok::End(t));
+            self.tag(true, t);
             None
         } else {
-            self.process(Tok::Start(t));
+            self.tag(false, t);
             let Glue {
                 last_start, name, ..
             } = &mut **self;

@@ -33,7 +33,7 @@ impl Tree {
         }
     }
 
-    fn body_start<'a>(&mut self, t: TagTok) -> Step<'a> {
+    pub(super) fn body_start<'a>(&mut self, t: TagTok) -> Step<'a> {
         use Tag::*;
         match t.tag {
             Html => {}
@@ -265,7 +265,7 @@ impl Tree {
         Step::Done
     }
 
-    fn body_end<'a>(&mut self, t: TagTok) -> Step<'a> {
+    pub(super) fn body_end<'a>(&mut self, t: TagTok) -> Step<'a> {
         use Tag::*;
         match t.tag {
             Template => return self.in_head(Tok::End(t)),

@@ -58,20 +58,20 @@ fn run(html: &[u8], absent: u64, glue: &mut Glue<'_>) {
     let mut i = 0;
     loop {
         // The data state at `i`.
-        let Some(k) = memchr::memchr2(b'<', b'&', &html[i..]) else {
+        let Some(k) = next_markup(html, i) else {
             if i < n {
-                glue.process(Tok::Chars(&html[i..]));
+                glue.chars(&html[i..]);
             }
             glue.process(Tok::Eof);
             return;
         };
         if k > 0 {
-            glue.process(Tok::Chars(&html[i..i + k]));
+            glue.chars(&html[i..i + k]);
         }
         i += k;
         let handled = if html[i] == b'&' {
             char_ref(&html[i..]).map(|(len, ch)| {
-                glue.process(Tok::Chars(ch.as_bytes()));
+                glue.chars(ch.as_bytes());
                 Ok(i + len)
             })
         } else {
@@ -91,6 +91,29 @@ fn run(html: &[u8], absent: u64, glue: &mut Glue<'_>) {
             None => return,
         }
     }
+}
+
+/// The offset from `i` of the next `<` or `&` in `html`, if any. Most text runs between tags
+/// are short (whitespace, a word or two), so the first eight bytes are searched in a register
+/// (SWAR) before memchr's vector search, whose setup costs more than such a run.
+#[inline(always)]
+fn next_markup(html: &[u8], i: usize) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    if let Some(c) = html.get(i..i + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        let w = u64::from_le_bytes(a);
+        let (lt, amp) = (w ^ (LO * u64::from(b'<')), w ^ (LO * u64::from(b'&')));
+        // The lowest flagged byte is the first zero byte of lt or amp (flags above it may be
+        // false, from the borrow).
+        let hit = (lt.wrapping_sub(LO) & !lt | amp.wrapping_sub(LO) & !amp) & HI;
+        if hit != 0 {
+            return Some(hit.trailing_zeros() as usize / 8);
+        }
+        return memchr::memchr2(b'<', b'&', &html[i + 8..]).map(|k| k + 8);
+    }
+    memchr::memchr2(b'<', b'&', &html[i..])
 }
 
 /// A decoded character reference (at most 4 bytes of UTF-8).
@@ -186,6 +209,34 @@ fn is_ws(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | b'\x0c' | b' ')
 }
 
+/// Byte classes of the tag states (`CLASS`): HTML whitespace but CR (which never reaches
+/// the scanner), `/`, `>`, `=`, `A-Z`.
+const WS: u8 = 1;
+const SLASH: u8 = 2;
+const GT: u8 = 4;
+const EQ: u8 = 8;
+const UPPER: u8 = 16;
+
+/// The class bits of every byte: one load classifies a byte for the tag-name and attribute
+/// loops.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = match c {
+            b'\t' | b'\n' | b'\x0c' | b' ' => WS,
+            b'/' => SLASH,
+            b'>' => GT,
+            b'=' => EQ,
+            b'A'..=b'Z' => UPPER,
+            _ => 0,
+        };
+        b += 1;
+    }
+    t
+};
+
 /// What `tag` did with the `<` at `html[i]`.
 type TagResult = Option<Result<usize, (usize, html5gum::State)>>;
 
@@ -201,32 +252,25 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
         Some(b'!' | b'/' | b'?') | None => return None,
         Some(_) => {
             // "Invalid first character of tag name": the `<` is text, the byte is reconsumed.
-            glue.process(Tok::Chars(b"<"));
+            glue.chars(b"<");
             return Some(Ok(i + 1));
         }
     };
     // Tag name state: to whitespace, `/` or `>`.
     let mut j = start;
-    let mut upper = false;
+    let mut upper = 0;
     loop {
-        let b = *html.get(j)?;
-        if is_ws(b) || b == b'/' || b == b'>' {
+        let c = CLASS[*html.get(j)? as usize];
+        if c & (WS | SLASH | GT) != 0 {
             break;
         }
-        upper |= b.is_ascii_uppercase();
+        upper |= c;
         j += 1;
     }
+    let upper = upper & UPPER != 0;
     let raw = &html[start..j];
-    // Attributes that change tree construction: html5gum's glue reads them.
-    if !is_end
-        && (raw.eq_ignore_ascii_case(b"input")
-            || raw.eq_ignore_ascii_case(b"font")
-            || raw.eq_ignore_ascii_case(b"annotation-xml"))
-    {
-        return None;
-    }
-    let (end, self_closing) = skip_attributes(html, j)?;
-    debug_assert!(end <= n);
+    // (Lowering the name into `glue.name` is harmless when html5gum takes over: it starts
+    // the tag over and clears the name.)
     let name: &[u8] = if upper {
         glue.name.clear();
         glue.name.extend(raw.iter().map(u8::to_ascii_lowercase));
@@ -235,6 +279,12 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
         raw
     };
     let tag = Tag::from_name(name);
+    // Attributes that change tree construction: html5gum's glue reads them.
+    if !is_end && matches!(tag, Tag::Input | Tag::Font | Tag::AnnotationXml) {
+        return None;
+    }
+    let (end, self_closing) = skip_attributes(html, j)?;
+    debug_assert!(end <= n);
     let hash = if tag == Tag::Other {
         name_hash(name)
     } else {
@@ -247,13 +297,13 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
         attr: AttrHint::default(),
     };
     if is_end {
-        glue.process(Tok::End(t));
+        glue.tag(true, t);
         return Some(Ok(end));
     }
     // The glue keeps the last start tag's name for html5gum's "appropriate end tag" check,
     // which only the states entered after this tag use.
     let lowered = upper;
-    glue.process(Tok::Start(t));
+    glue.tag(false, t);
     let next = glue.tree.as_deref_mut().and_then(|t| t.next_state.take());
     match next {
         None => Some(Ok(end)),
@@ -283,29 +333,62 @@ fn skip_attributes(html: &[u8], mut j: usize) -> Option<(usize, bool)> {
         AfterQuoted,
         SelfClosing,
     }
-    // Tag name state ended on whitespace (before attribute name), `/` or `>`.
+    // Tag name state ended on whitespace (before attribute name), `/` or `>`. A `>` there
+    // (most tags) ends the tag at once.
+    if *html.get(j)? == b'>' {
+        return Some((j + 1, false));
+    }
     let mut s = S::BeforeName;
     loop {
         let b = *html.get(j)?;
         match s {
-            S::BeforeName => match b {
-                b'/' | b'>' => s = S::AfterName,
-                _ if is_ws(b) => j += 1,
-                b'=' => {
+            S::BeforeName => {
+                let mut c = CLASS[b as usize];
+                while c == WS {
                     j += 1;
-                    s = S::Name;
+                    c = CLASS[*html.get(j)? as usize];
                 }
-                _ => s = S::Name,
-            },
-            S::Name => match b {
-                b'/' | b'>' => s = S::AfterName,
-                _ if is_ws(b) => s = S::AfterName,
-                b'=' => {
+                if c & (SLASH | GT) != 0 {
+                    s = S::AfterName;
+                    continue;
+                }
+                if c == EQ {
                     j += 1;
+                }
+                // The attribute name state and, for the common `name="value"`, the value,
+                // without going round the state loop for each.
+                c = CLASS[*html.get(j)? as usize];
+                while c & (WS | SLASH | GT | EQ) == 0 {
+                    j += 1;
+                    c = CLASS[*html.get(j)? as usize];
+                }
+                if c != EQ {
+                    s = S::AfterName;
+                    continue;
+                }
+                j += 1;
+                let q = *html.get(j)?;
+                if q == b'"' || q == b'\'' {
+                    j += 1 + memchr::memchr(q, &html[j + 1..])? + 1;
+                    s = S::AfterQuoted;
+                } else {
                     s = S::BeforeValue;
                 }
-                _ => j += 1,
-            },
+            }
+            S::Name => {
+                // The whole name at once: to whitespace, `/`, `>` or `=`.
+                let mut c = CLASS[b as usize];
+                while c & (WS | SLASH | GT | EQ) == 0 {
+                    j += 1;
+                    c = CLASS[*html.get(j)? as usize];
+                }
+                if c == EQ {
+                    j += 1;
+                    s = S::BeforeValue;
+                } else {
+                    s = S::AfterName;
+                }
+            }
             S::AfterName => match b {
                 b'/' => {
                     j += 1;
@@ -329,14 +412,19 @@ fn skip_attributes(html: &[u8], mut j: usize) -> Option<(usize, bool)> {
                 _ if is_ws(b) => j += 1,
                 _ => s = S::Unquoted,
             },
-            S::Unquoted => match b {
-                b'>' => return Some((j + 1, false)),
-                _ if is_ws(b) => {
+            S::Unquoted => {
+                // The whole value at once: to whitespace or `>`.
+                let mut c = CLASS[b as usize];
+                while c & (WS | GT) == 0 {
                     j += 1;
-                    s = S::BeforeName;
+                    c = CLASS[*html.get(j)? as usize];
                 }
-                _ => j += 1,
-            },
+                if c == GT {
+                    return Some((j + 1, false));
+                }
+                j += 1;
+                s = S::BeforeName;
+            }
             S::AfterQuoted => match b {
                 b'/' => {
                     j += 1;
@@ -378,6 +466,16 @@ mod tests {
             String::from_utf8_lossy(&a),
             String::from_utf8_lossy(&b),
             String::from_utf8_lossy(html)
+        );
+        // The fused walk + word pass gives the words of the body text.
+        let (mut words, mut reference) = (Vec::new(), Vec::new());
+        fast.body_words(html, &mut words, &mut Vec::new());
+        super::super::words::append_words(&a, &mut reference);
+        assert!(
+            words == reference,
+            "{what}: body_words differs\nfused: {:?}\nreference: {:?}",
+            String::from_utf8_lossy(&words),
+            String::from_utf8_lossy(&reference)
         );
         let (mut a, mut b) = (Vec::new(), Vec::new());
         fast.main_text(html, &mut a);
@@ -499,6 +597,29 @@ mod tests {
             out.extend_from_slice(PIECES[(x % PIECES.len() as u64) as usize].as_bytes());
         }
         out
+    }
+
+    #[test]
+    fn next_markup_finds_the_first_lt_or_amp() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for len in 0..40 {
+            for _ in 0..500 {
+                let s: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        *[b'<', b'&', b'a', b' ', 0x80, 0xFF, b'=', 0x3B, 0x27, 0xA6]
+                            .get((x % 24) as usize)
+                            .unwrap_or(&b'x')
+                    })
+                    .collect();
+                for i in 0..=len {
+                    let want = s[i..].iter().position(|&b| b == b'<' || b == b'&');
+                    assert_eq!(super::next_markup(&s, i), want, "{s:?} at {i}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -16,8 +16,12 @@ impl Tree {
     }
 
     pub(super) fn push(&mut self, o: Open) {
-        let i = self.stack.len();
-        self.insert_open(i, o);
+        // `insert_open` at the top, without Vec::insert's shift (a memmove call).
+        self.set_open(o.node, true);
+        if o.ns == Ns::Html {
+            self.counts[o.tag as usize] += 1;
+        }
+        self.stack.push(o);
     }
 
     /// Puts `o` on the stack at index `i` (the adoption agency inserts below the top).

@@ -393,3 +393,27 @@ fn extract_names_round_trip() {
     }
     assert!("article".parse::<Extract>().is_err());
 }
+
+#[test]
+fn count_byte_counts_every_occurrence() {
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    // Lengths around the 8-byte words and the 255-word flush; bytes from a small alphabet
+    // (many hits, runs longer than 255 words of hits) and from all bytes.
+    for len in (0..40).chain([2039, 2040, 2041, 2047, 4088, 10_000]) {
+        for alphabet in [2u64, 256] {
+            let hay: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % alphabet) as u8 + if alphabet == 2 { b' ' - 1 } else { 0 }
+                })
+                .collect();
+            for needle in [b' ', 0, 0x80, 0xFF] {
+                let want = hay.iter().filter(|&&b| b == needle).count();
+                assert_eq!(count_byte(&hay, needle), want, "len {len} needle {needle}");
+            }
+        }
+    }
+    assert_eq!(count_byte(&[b' '; 5000], b' '), 5000);
+}

@@ -262,22 +262,59 @@ impl Tree {
 
     /// Runs one token through the tree-construction dispatcher.
     pub(super) fn process(&mut self, tok: Tok<'_>) {
-        // Fast path for the most common token: text in the body, inside an HTML element, with
-        // nothing to reconstruct and no foster parenting (what in_body would do, minus dispatch).
-        if let Tok::Chars(s) = tok {
-            let c = self.cur();
-            if self.mode == Mode::InBody
-                && c.ns == Ns::Html
-                && !self.frameset_ok
-                && self
-                    .afe
-                    .last()
-                    .is_none_or(|f| f.node == NIL || self.is_open(f.node))
-            {
-                self.dom.insert_text(c.node, NIL, s);
-                return;
-            }
+        match tok {
+            Tok::Chars(s) => self.process_chars(s),
+            Tok::Start(t) => self.process_tag(false, t),
+            Tok::End(t) => self.process_tag(true, t),
+            _ => self.dispatch(tok),
         }
+    }
+
+    /// `process(Tok::Chars(s))`. The most common token, text in the body inside an HTML
+    /// element with nothing to reconstruct and no foster parenting, goes straight to the DOM
+    /// (what in_body would do, minus dispatch).
+    #[inline]
+    pub(super) fn process_chars(&mut self, s: &[u8]) {
+        let c = self.cur();
+        if self.mode == Mode::InBody
+            && c.ns == Ns::Html
+            && !self.frameset_ok
+            && self
+                .afe
+                .last()
+                .is_none_or(|f| f.node == NIL || self.is_open(f.node))
+        {
+            self.dom.insert_text(c.node, NIL, s);
+            return;
+        }
+        self.dispatch(Tok::Chars(s));
+    }
+
+    /// `process(Tok::End(t))` if `end`, else `process(Tok::Start(t))`. In the body with an
+    /// HTML current node (no foreign rules: `use_foreign_rules` is false for every token
+    /// there), the tag goes straight to the in-body rules: the token is not built and copied
+    /// through the dispatcher (its byte-wise stores and wide reloads stalled store
+    /// forwarding).
+    #[inline]
+    pub(super) fn process_tag(&mut self, end: bool, t: TagTok) {
+        if self.mode == Mode::InBody && self.cur().ns == Ns::Html {
+            let step = if end {
+                self.body_end(t)
+            } else {
+                self.body_start(t)
+            };
+            if let Step::Again(tok) = step {
+                self.dispatch(tok);
+            }
+            return;
+        }
+        self.dispatch(if end { Tok::End(t) } else { Tok::Start(t) });
+    }
+
+    /// The dispatcher: the current insertion mode's rules (or foreign content's), until a
+    /// rule is done with the token.
+    #[inline(never)]
+    fn dispatch(&mut self, tok: Tok<'_>) {
         let mut tok = tok;
         // Every reprocessing step changes the mode or shrinks the stack, so a handful of rounds
         // suffice; the bound only guarantees termination on inputs nobody foresaw.
@@ -387,9 +424,18 @@ impl Tree {
 
     /// The canonical text's input: the body's text nodes, each preceded by a space. `source`
     /// is the document this tree was parsed from.
+    #[cfg(test)]
     pub(super) fn body_text(&self, source: &[u8], out: &mut Vec<u8>) {
         if self.body != NIL {
             self.dom.body_text(self.body, source, out);
+        }
+    }
+
+    /// `body_text` followed by `words::append_words` on it, in one walk without the body
+    /// text (`Dom::body_words`); `scratch` is a reusable buffer.
+    pub(super) fn body_words(&self, source: &[u8], out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+        if self.body != NIL {
+            self.dom.body_words(self.body, source, out, scratch);
         }
     }
 
@@ -401,11 +447,21 @@ impl Tree {
         }
     }
 
+    #[inline]
     pub(super) fn set_open(&mut self, node: NodeId, open: bool) {
         let i = node as usize;
-        if self.open.len() <= i {
-            self.open.resize(i + 1, false);
+        if let Some(slot) = self.open.get_mut(i) {
+            *slot = open;
+        } else {
+            self.grow_open(i, open);
         }
+    }
+
+    #[cold]
+    fn grow_open(&mut self, i: usize, open: bool) {
+        // Room for the nodes to come too, so growing is rare.
+        self.open
+            .resize((i + 1).max(self.open.len() * 2).max(256), false);
         self.open[i] = open;
     }
 
