@@ -224,6 +224,17 @@ pub const MAX_DELTA_PIECES: usize = 16;
 /// tier (the oldest of them at most 1.5x the newest).
 const MERGE_PIECES: usize = 4;
 
+/// EXPERIMENT knob (NDD_X_PIECES).
+fn merge_pieces() -> usize {
+    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        std::env::var("NDD_X_PIECES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(MERGE_PIECES)
+    })
+}
+
 /// A read snapshot of the index.
 pub struct View {
     /// Live segments, in manifest (publish) order.
@@ -642,11 +653,11 @@ impl View {
             let n = pieces.len();
             let from = if n > MAX_DELTA_PIECES {
                 0
-            } else if n >= MERGE_PIECES
-                && 2 * docs_of(&self.segments[pieces[n - MERGE_PIECES]])
+            } else if n >= merge_pieces()
+                && 2 * docs_of(&self.segments[pieces[n - merge_pieces()]])
                     <= 3 * docs_of(&self.segments[pieces[n - 1]])
             {
-                n - MERGE_PIECES
+                n - merge_pieces()
             } else {
                 return Ok(());
             };
@@ -752,9 +763,17 @@ impl View {
     }
 
     /// Calls `f` with every live document in the posting lists of `key`, over all segments.
-    pub fn for_each_posting(&self, key: u64, mut f: impl FnMut(u32)) -> Result<()> {
+    pub fn for_each_posting(&self, key: u64, f: impl FnMut(u32)) -> Result<()> {
+        self.for_each_posting_counted(key, f).map(|_| ())
+    }
+
+    /// [`View::for_each_posting`], returning how many segments held a posting list of `key`
+    /// (each such list is a block read and a decode: the probe's cost measure).
+    pub fn for_each_posting_counted(&self, key: u64, mut f: impl FnMut(u32)) -> Result<u32> {
+        let mut lists = 0;
         for s in &self.segments {
             if let Some(list) = s.seg.get_postings(segment::POSTINGS, key)? {
+                lists += 1;
                 if self.tombstones.is_empty() {
                     list.for_each(&mut f);
                 } else {
@@ -766,7 +785,7 @@ impl View {
                 }
             }
         }
-        Ok(())
+        Ok(lists)
     }
 
     /// Document frequency of a key as far as the probe order needs it: its summed df when it is

@@ -180,6 +180,23 @@ impl Metrics {
                 v.load(Relaxed)
             );
         }
+        {
+            use crate::query::probe_counts as q;
+            let probe = [
+                ("ndd_query_searches_total", "Searches of the snapshot (queries and the checks of inserts).", &q::SEARCHES),
+                ("ndd_query_segment_lookups_total", "(probe key, segment) posting lookups of those searches.", &q::SEGMENT_LOOKUPS),
+                ("ndd_query_posting_lists_total", "Lookups that found a posting list (a block read and decoded).", &q::LISTS_FOUND),
+                ("ndd_query_postings_visited_total", "Posting entries visited by those searches.", &q::POSTINGS_VISITED),
+                ("ndd_query_candidates_total", "Candidates those searches verified.", &q::CANDIDATES),
+            ];
+            for (name, help, v) in probe {
+                let _ = writeln!(
+                    o,
+                    "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                    v.load(Relaxed)
+                );
+            }
+        }
         let _ = writeln!(
             o,
             "# HELP ndd_group_commit_seconds_total Time spent in group commits.\n# TYPE ndd_group_commit_seconds_total counter\nndd_group_commit_seconds_total {}",

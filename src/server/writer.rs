@@ -584,7 +584,16 @@ impl Writer {
             .and_then(|s| {
                 // A fold adds a segment: let the merge policy keep the segment count bounded.
                 if s.folded.is_some() {
-                    w.compact_after_ingest()?;
+                    let d = crate::lifecycle::MergePolicy::default();
+                    let e = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<f64>().ok());
+                    let p = crate::lifecycle::MergePolicy {
+                        min_merge: e("NDD_X_MIN").map_or(d.min_merge, |v| v as usize),
+                        level_log2: e("NDD_X_LOG2").unwrap_or(d.level_log2),
+                        min_level_bytes: e("NDD_X_FLOOR_MB")
+                            .map_or(d.min_level_bytes, |v| (v * 1048576.0) as u64),
+                        ..d
+                    };
+                    w.compact(false, &p)?;
                 }
                 Ok(s)
             });
