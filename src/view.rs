@@ -224,17 +224,6 @@ pub const MAX_DELTA_PIECES: usize = 16;
 /// tier (the oldest of them at most 1.5x the newest).
 const MERGE_PIECES: usize = 4;
 
-/// EXPERIMENT knob (NDD_X_PIECES).
-fn merge_pieces() -> usize {
-    static V: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *V.get_or_init(|| {
-        std::env::var("NDD_X_PIECES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(MERGE_PIECES)
-    })
-}
-
 /// A read snapshot of the index.
 pub struct View {
     /// Live segments, in manifest (publish) order.
@@ -653,11 +642,11 @@ impl View {
             let n = pieces.len();
             let from = if n > MAX_DELTA_PIECES {
                 0
-            } else if n >= merge_pieces()
-                && 2 * docs_of(&self.segments[pieces[n - merge_pieces()]])
+            } else if n >= MERGE_PIECES
+                && 2 * docs_of(&self.segments[pieces[n - MERGE_PIECES]])
                     <= 3 * docs_of(&self.segments[pieces[n - 1]])
             {
-                n - merge_pieces()
+                n - MERGE_PIECES
             } else {
                 return Ok(());
             };
