@@ -752,9 +752,17 @@ impl View {
     }
 
     /// Calls `f` with every live document in the posting lists of `key`, over all segments.
-    pub fn for_each_posting(&self, key: u64, mut f: impl FnMut(u32)) -> Result<()> {
+    pub fn for_each_posting(&self, key: u64, f: impl FnMut(u32)) -> Result<()> {
+        self.for_each_posting_counted(key, f).map(|_| ())
+    }
+
+    /// [`View::for_each_posting`], returning how many segments held a posting list of `key`
+    /// (each such list is a block read and a decode: the probe's cost measure).
+    pub fn for_each_posting_counted(&self, key: u64, mut f: impl FnMut(u32)) -> Result<u32> {
+        let mut lists = 0;
         for s in &self.segments {
             if let Some(list) = s.seg.get_postings(segment::POSTINGS, key)? {
+                lists += 1;
                 if self.tombstones.is_empty() {
                     list.for_each(&mut f);
                 } else {
@@ -766,7 +774,7 @@ impl View {
                 }
             }
         }
-        Ok(())
+        Ok(lists)
     }
 
     /// Document frequency of a key as far as the probe order needs it: its summed df when it is

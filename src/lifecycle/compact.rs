@@ -108,62 +108,86 @@ impl Index {
     pub fn merge_segments(&mut self, ids: &[u64]) -> Result<CompactSummary> {
         self.require_writer()?;
         let started = Instant::now();
+        let manifest = self.catalog.manifest()?;
+        let file = Manifest::file_name(manifest.next_segment_id());
+        let format = self.options().segment_format()?;
         let view = self.view().clone();
-        let inputs: Vec<&LiveSegment> = view
-            .segments
+        let m = build_merge(self.dir(), format, self.tmp_dir(), &view, ids, &file)?;
+        drop(view);
+        let mut s = self.publish_merge(m)?;
+        s.seconds = started.elapsed().as_secs_f64();
+        Ok(s)
+    }
+
+    /// Publishes a merge [`build_merge`] wrote (possibly on another thread, from an older view
+    /// of this writer): one catalog write replaces the merged entries by the new one, then the
+    /// inputs' files are removed. The merged segments must still be live (only this writer
+    /// changes the manifest while it holds the lock); documents deleted since the merge began
+    /// stay tombstoned in the view and the catalog, as in any segment. A merge written under
+    /// a temporary name is renamed to its segment id's file first.
+    pub fn publish_merge(&mut self, m: PreparedMerge) -> Result<CompactSummary> {
+        self.require_writer()?;
+        let PreparedMerge {
+            ids,
+            built,
+            mut summary,
+            doc_lo,
+            doc_hi,
+            seconds,
+        } = m;
+        let mut s = std::mem::take(&mut summary);
+        let started = Instant::now();
+        let mut manifest = self.catalog.manifest()?;
+        if !ids
             .iter()
-            .filter(|s| ids.contains(&s.entry.id))
-            .collect();
-        if inputs.len() != ids.len() {
+            .all(|id| manifest.segments.iter().any(|e| e.id == *id))
+        {
             return Err(Error::InvalidArgument(format!(
-                "segments {ids:?} are not all live"
+                "segments {ids:?} are not all live any more"
             )));
         }
-        let segs: Vec<&Segment> = inputs.iter().map(|s| s.seg.as_ref()).collect();
-        let extra_tables = other_tables(&segs)?;
-        let mut manifest = self.catalog.manifest()?;
         let id = manifest.next_segment_id();
         let file = Manifest::file_name(id);
-        // A failed merge (disk full, I/O error) must leave no file behind, not even until the
-        // next writer's open: the index stays exactly as it was.
-        let format = self.options().segment_format()?;
-        let w = SegmentBuilder::create_version(self.dir().join(SEGMENTS_DIR), &file, format)?
-            .with_sort(crate::sort::SortOptions::new(
-                crate::sort::DEFAULT_MEM_BYTES,
-                self.tmp_dir(),
-            ));
-        let mut s = CompactSummary {
-            merged: inputs.iter().map(|s| s.entry.file.clone()).collect(),
-            bytes_before: inputs.iter().map(|s| s.entry.bytes).sum(),
-            ..Default::default()
-        };
-        let built = write_merged(w, &segs, &view.tombstones, &extra_tables, &mut s)?;
-        s.keys = built.keys;
-        s.postings = built.postings;
-
-        // Publish: one catalog write replaces the merged entries by the new one.
-        let doc_lo = inputs.iter().map(|s| s.entry.doc_lo).min().unwrap_or(0);
-        let doc_hi = inputs.iter().map(|s| s.entry.doc_hi).max().unwrap_or(0);
         manifest.segments.retain(|e| !ids.contains(&e.id));
         let mut new_entry = None;
-        if s.docs > 0 {
-            let entry = built.entry(id, doc_lo, doc_hi);
+        if let (true, Some(b)) = (s.docs > 0, &built) {
+            if b.meta.file_name != file {
+                // Written under a temporary name off the writer: give it its id's name (a
+                // crash from here on leaves an unlisted file, removed at the next open).
+                let seg_dir = self.dir().join(SEGMENTS_DIR);
+                let to = seg_dir.join(&file);
+                std::fs::rename(seg_dir.join(&b.meta.file_name), &to)
+                    .map_err(|e| Error::io(to.clone(), e))?;
+                std::fs::File::open(&seg_dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| Error::io(seg_dir.clone(), e))?;
+            }
+            let mut entry = b.entry(id, doc_lo, doc_hi);
+            entry.file = file.clone();
             new_entry = Some(entry.clone());
             manifest.segments.push(entry);
-            s.segment = Some(file);
-            s.bytes_after = built.meta.bytes;
+            s.segment = Some(file.clone());
+            s.bytes_after = b.meta.bytes;
         }
         manifest.segments.sort_by_key(|e| e.doc_lo);
         manifest.generation += 1;
         let mut wb = self.catalog.batch_writer();
         wb.put_meta_json(META_MANIFEST, &manifest);
         let published = self.catalog.commit(wb);
-        if published.is_ok() && s.docs > 0 {
-            built.keep(); // published: the file belongs to the manifest now
-        } // else dropping `built` removes it
+        match built {
+            Some(b) if published.is_ok() && s.docs > 0 => {
+                b.keep(); // published: the file belongs to the manifest now
+            }
+            Some(b) => {
+                let renamed = self.segment_path(&file);
+                drop(b); // removes the file under its first name
+                if published.is_err() && s.docs > 0 {
+                    let _ = std::fs::remove_file(renamed);
+                }
+            }
+            None => {}
+        }
         published?;
-        drop(inputs);
-        drop(view);
         // The next view: the merged segment in place of its inputs, the rest shared (the
         // merge wrote no document record, tombstone or delta entry).
         let next = self.catalog.next_doc()?;
@@ -176,9 +200,77 @@ impl Index {
             // Unpublished already; a leftover file is removed by the next writer's open.
             let _ = std::fs::remove_file(&p);
         }
-        s.seconds = started.elapsed().as_secs_f64();
+        s.seconds = seconds + started.elapsed().as_secs_f64();
         Ok(s)
     }
+}
+
+/// A merge written by [`build_merge`] and not yet published ([`Index::publish_merge`]):
+/// dropping it removes its file.
+pub struct PreparedMerge {
+    /// The merged segments.
+    pub ids: Vec<u64>,
+    built: Option<BuiltSegment>,
+    summary: CompactSummary,
+    doc_lo: u32,
+    doc_hi: u32,
+    seconds: f64,
+}
+
+impl PreparedMerge {
+    /// What the merge wrote (before its publish).
+    pub fn summary(&self) -> &CompactSummary {
+        &self.summary
+    }
+}
+
+/// The write half of a merge: the live segments `ids` of `view` (deleted documents of `view`
+/// dropped) into a new file `file` of `dir`'s segments folder, not published. Reads only
+/// `view`'s mapped segments, so it may run on another thread while the writer goes on
+/// (the server's background merges); the writer must hold the lock until it publishes or
+/// drops the result (the next writer's open removes unlisted files).
+pub fn build_merge(
+    dir: &std::path::Path,
+    format: u32,
+    tmp: std::path::PathBuf,
+    view: &crate::view::View,
+    ids: &[u64],
+    file: &str,
+) -> Result<PreparedMerge> {
+    let started = Instant::now();
+    let inputs: Vec<&LiveSegment> = view
+        .segments
+        .iter()
+        .filter(|s| ids.contains(&s.entry.id))
+        .collect();
+    if inputs.len() != ids.len() {
+        return Err(Error::InvalidArgument(format!(
+            "segments {ids:?} are not all live"
+        )));
+    }
+    let segs: Vec<&Segment> = inputs.iter().map(|s| s.seg.as_ref()).collect();
+    let extra_tables = other_tables(&segs)?;
+    // A failed merge (disk full, I/O error) must leave no file behind, not even until the
+    // next writer's open: the index stays exactly as it was.
+    let w = SegmentBuilder::create_version(dir.join(SEGMENTS_DIR), file, format)?.with_sort(
+        crate::sort::SortOptions::new(crate::sort::DEFAULT_MEM_BYTES, tmp),
+    );
+    let mut s = CompactSummary {
+        merged: inputs.iter().map(|s| s.entry.file.clone()).collect(),
+        bytes_before: inputs.iter().map(|s| s.entry.bytes).sum(),
+        ..Default::default()
+    };
+    let built = write_merged(w, &segs, &view.tombstones, &extra_tables, &mut s)?;
+    s.keys = built.keys;
+    s.postings = built.postings;
+    Ok(PreparedMerge {
+        ids: ids.to_vec(),
+        built: Some(built),
+        summary: s,
+        doc_lo: inputs.iter().map(|s| s.entry.doc_lo).min().unwrap_or(0),
+        doc_hi: inputs.iter().map(|s| s.entry.doc_hi).max().unwrap_or(0),
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// The "check" stage of a merge: the tables of `segs` besides FORWARD, POSTINGS and

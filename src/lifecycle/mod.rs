@@ -13,7 +13,7 @@ pub mod stage;
 pub mod verify;
 
 pub use adopt::{AdoptOptions, AdoptSummary};
-pub use compact::CompactSummary;
+pub use compact::{build_merge, CompactSummary, PreparedMerge};
 pub use delete::{DeleteSelector, DeleteSummary};
 pub use policy::{choose, MergePolicy, SegmentInfo};
 pub use stage::{PartWriter, StagedPart, StagingManifest};

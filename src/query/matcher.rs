@@ -36,6 +36,10 @@ pub struct Scratch {
     other: Vec<u64>,
     /// Posting entries visited by the last searches (a cost measure for stats and benches).
     pub postings_visited: u64,
+    /// (probe key, segment) lookups made by the last searches.
+    pub segment_lookups: u64,
+    /// Of those, the ones that found a posting list (a block read and decoded).
+    pub lists_found: u64,
     /// Candidates verified by the last searches.
     pub candidates: u64,
     /// Of those, the ones compared by their ranks in the prober's own format-3 segment
@@ -78,6 +82,8 @@ impl Scratch {
             order: Vec::new(),
             other: Vec::new(),
             postings_visited: s.postings_visited,
+            segment_lookups: s.segment_lookups,
+            lists_found: s.lists_found,
             candidates: s.candidates,
             by_ranks: s.by_ranks,
             pruned: s.pruned,
@@ -94,6 +100,8 @@ impl Scratch {
         s.filter_checks = 0;
         s.docs_absent = 0;
         s.postings_visited = 0;
+        s.segment_lookups = 0;
+        s.lists_found = 0;
         s.candidates = 0;
         s.by_ranks = 0;
         s.pruned = 0;
@@ -111,6 +119,8 @@ impl Scratch {
             order: Vec::new(),
             other: Vec::new(),
             postings_visited: 0,
+            segment_lookups: 0,
+            lists_found: 0,
             candidates: 0,
             by_ranks: 0,
             pruned: 0,
@@ -311,9 +321,10 @@ impl<'v> Matcher<'v> {
         }
         touched.clear();
         let mut visited = 0u64;
-        let mut walked = Ok(());
+        let mut lists = 0u64;
+        let mut walked = Ok(0);
         for &(_, key) in order.iter() {
-            walked = self.view.for_each_posting(key, |d| {
+            walked = self.view.for_each_posting_counted(key, |d| {
                 visited += 1;
                 let h = &mut hits[d as usize];
                 if *h == 0 {
@@ -324,11 +335,14 @@ impl<'v> Matcher<'v> {
                 }
                 *h = h.saturating_add(1);
             });
-            if walked.is_err() {
-                break;
+            match &walked {
+                Ok(n) => lists += *n as u64,
+                Err(_) => break,
             }
         }
         scratch.postings_visited += visited;
+        scratch.lists_found += lists;
+        scratch.segment_lookups += (order.len() * self.view.segments.len()) as u64;
 
         // Keep the candidates whose sizes and probe hits allow the threshold, resetting every
         // count (also after an error: the scratch is reused): a candidate B holding h of the

@@ -83,6 +83,18 @@ pub struct CheckHint {
     pub docs: Vec<u32>,
 }
 
+/// Work of every query searched by [`Index::query_prepared`] in this process (the server's
+/// `/metrics`): (probe key, segment) lookups, the posting lists they found (each a block
+/// read and decoded), posting entries visited, candidates verified.
+pub mod probe_counts {
+    use std::sync::atomic::AtomicU64;
+    pub static SEARCHES: AtomicU64 = AtomicU64::new(0);
+    pub static SEGMENT_LOOKUPS: AtomicU64 = AtomicU64::new(0);
+    pub static LISTS_FOUND: AtomicU64 = AtomicU64::new(0);
+    pub static POSTINGS_VISITED: AtomicU64 = AtomicU64::new(0);
+    pub static CANDIDATES: AtomicU64 = AtomicU64::new(0);
+}
+
 thread_local! {
     /// The query path's matcher buffers, one set per thread: a served query would otherwise
     /// allocate (and zero) a per-document-id array for every request.
@@ -165,7 +177,14 @@ impl Index {
         let matcher = Matcher::new(view, fp_opts.sample, opts.threshold).with_max_df(max_df);
         let mut found = Vec::new();
         with_scratch(view.doc_ids(), |scratch| {
-            matcher.search(&fp.features, |_| true, scratch, &mut found)
+            let r = matcher.search(&fp.features, |_| true, scratch, &mut found);
+            use std::sync::atomic::Ordering::Relaxed;
+            probe_counts::SEARCHES.fetch_add(1, Relaxed);
+            probe_counts::SEGMENT_LOOKUPS.fetch_add(scratch.segment_lookups, Relaxed);
+            probe_counts::LISTS_FOUND.fetch_add(scratch.lists_found, Relaxed);
+            probe_counts::POSTINGS_VISITED.fetch_add(scratch.postings_visited, Relaxed);
+            probe_counts::CANDIDATES.fetch_add(scratch.candidates, Relaxed);
+            r
         })?;
         p.hint = match hint_below {
             Some(t)

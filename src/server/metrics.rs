@@ -56,6 +56,11 @@ pub struct Metrics {
     /// Requests a group took while waiting for more during the previous group's WAL sync
     /// (the writer's linger).
     pub linger_hits: AtomicU64,
+    /// Segment merges published by the background merge thread, and their build time.
+    pub merges: AtomicU64,
+    pub merge_micros: AtomicU64,
+    /// Background merges that failed (the index is unchanged by them).
+    pub merge_failures: AtomicU64,
     /// Inserts answered 503 because another process held the writer lock too long.
     pub writer_busy: AtomicU64,
     /// Snapshots installed (own publishes and another process's, seen by the watcher).
@@ -168,6 +173,16 @@ impl Metrics {
                 &self.snapshots,
             ),
             (
+                "ndd_merges_total",
+                "Segment merges built off the writer and published.",
+                &self.merges,
+            ),
+            (
+                "ndd_merge_failures_total",
+                "Background segment merges that failed (nothing published).",
+                &self.merge_failures,
+            ),
+            (
                 "ndd_external_reloads_total",
                 "Snapshots reopened after another process published.",
                 &self.external_reloads,
@@ -180,6 +195,48 @@ impl Metrics {
                 v.load(Relaxed)
             );
         }
+        {
+            use crate::query::probe_counts as q;
+            let probe = [
+                (
+                    "ndd_query_searches_total",
+                    "Searches of the snapshot (queries and the checks of inserts).",
+                    &q::SEARCHES,
+                ),
+                (
+                    "ndd_query_segment_lookups_total",
+                    "(probe key, segment) posting lookups of those searches.",
+                    &q::SEGMENT_LOOKUPS,
+                ),
+                (
+                    "ndd_query_posting_lists_total",
+                    "Lookups that found a posting list (a block read and decoded).",
+                    &q::LISTS_FOUND,
+                ),
+                (
+                    "ndd_query_postings_visited_total",
+                    "Posting entries visited by those searches.",
+                    &q::POSTINGS_VISITED,
+                ),
+                (
+                    "ndd_query_candidates_total",
+                    "Candidates those searches verified.",
+                    &q::CANDIDATES,
+                ),
+            ];
+            for (name, help, v) in probe {
+                let _ = writeln!(
+                    o,
+                    "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
+                    v.load(Relaxed)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP ndd_merge_seconds_total Time the background merges took to write their segments.\n# TYPE ndd_merge_seconds_total counter\nndd_merge_seconds_total {}",
+            self.merge_micros.load(Relaxed) as f64 / 1e6
+        );
         let _ = writeln!(
             o,
             "# HELP ndd_group_commit_seconds_total Time spent in group commits.\n# TYPE ndd_group_commit_seconds_total counter\nndd_group_commit_seconds_total {}",

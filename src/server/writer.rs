@@ -32,6 +32,7 @@ use crate::canonicalize::DocFormat;
 use crate::error::Error;
 use crate::lifecycle::add::AddOptions;
 use crate::lifecycle::{DeleteSelector, DeleteSummary};
+use crate::lifecycle::{MergePolicy, PreparedMerge};
 use crate::pipeline::ingest::DocReport;
 use crate::{CreateOptions, Index};
 
@@ -151,6 +152,8 @@ pub fn spawn(
         metrics,
         held: Arc::clone(&held),
         swap: Arc::clone(&swap),
+        merging: None,
+        merge_seq: 0,
     };
     let join = std::thread::Builder::new()
         .name("ndd-writer".into())
@@ -178,7 +181,26 @@ struct Writer {
     swap: Arc<Mutex<()>>,
     /// Group commits written but not yet synced, answered by the sync thread.
     syncer: Option<Syncer>,
+    /// The background merge being written (`Writer::start_merge`), published between groups.
+    merging: Option<std::thread::JoinHandle<crate::error::Result<PreparedMerge>>>,
+    /// Background merges started (their temporary file names).
+    merge_seq: u64,
 }
+
+/// The server's merge policy: small segments (folds of the delta and their merges) merge in
+/// pairs of one size (a binary counter: after `k` folds at most popcount(k) of them, each
+/// document rewritten about log2(k) times), so a probe key visits few segments and a page's
+/// earlier copies sit in few of them; no automatic merge writes more than 2 GiB (larger
+/// levels are left to `compact`). The merges run off the writer thread.
+pub const SERVER_MERGE_POLICY: MergePolicy = MergePolicy {
+    min_merge: 2,
+    // A level spans sizes within a factor of 1.68, below the ~2x of a merged pair, so a pair
+    // merged from one level does not join the next smaller one at once.
+    level_log2: 0.75,
+    min_level_bytes: 4 << 20,
+    max_deleted_fraction: 0.3,
+    max_merged_bytes: 2 << 30,
+};
 
 /// A group commit whose write is in RocksDB's WAL but not yet synced: after the sync its
 /// snapshot is installed and its requests answered.
@@ -410,6 +432,9 @@ impl Writer {
 
     /// [`Writer::release`] once nothing is left with the sync thread.
     fn release_now(&mut self) {
+        // A merge writes into the segments folder only while this writer holds the lock
+        // (the next writer's open removes unlisted files): finish it first.
+        self.finish_merge(true);
         let Some(w) = self.index.take() else {
             return;
         };
@@ -477,8 +502,106 @@ impl Writer {
         }
     }
 
-    /// Collects a group starting with `first`, applies it in one add, answers everyone.
+    /// Collects a group starting with `first`, applies it in one add, answers everyone; then
+    /// publishes a finished background merge and starts the next one the policy asks for.
     fn group_commit(&mut self, first: Op) {
+        let folded = self.group_commit_inner(first);
+        if self.index.is_some() {
+            self.finish_merge(false);
+            if folded {
+                self.start_merge();
+            }
+        }
+    }
+
+    /// The merge policy of the server's segments (see [`SERVER_MERGE_POLICY`]), when no merge
+    /// is running: the chosen segments are merged on a thread of their own from the current
+    /// view, and published by [`Writer::finish_merge`] between groups.
+    fn start_merge(&mut self) {
+        if self.merging.is_some() {
+            return;
+        }
+        let Some(w) = self.index.as_ref() else {
+            return;
+        };
+        let chosen = w
+            .segment_infos()
+            .map(|infos| crate::lifecycle::choose(&infos, &SERVER_MERGE_POLICY));
+        let ids = match chosen {
+            Ok(Some(ids)) => ids,
+            Ok(None) => return,
+            Err(e) => {
+                eprintln!("ndd-index serve: merge policy: {e}");
+                return;
+            }
+        };
+        let format = match w.options().segment_format() {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("ndd-index serve: merge: {e}");
+                return;
+            }
+        };
+        let view = Arc::clone(w.view());
+        let (dir, tmp) = (w.dir().to_owned(), w.tmp_dir());
+        self.merge_seq += 1;
+        // An unlisted name: a crash leaves an orphan the next writer's open removes.
+        let file = format!("merging-{}-{}.ndds", std::process::id(), self.merge_seq);
+        let spawned = std::thread::Builder::new()
+            .name("ndd-merge".into())
+            .spawn(move || {
+                let r = crate::lifecycle::build_merge(&dir, format, tmp, &view, &ids, &file);
+                drop(view);
+                r
+            });
+        match spawned {
+            Ok(h) => self.merging = Some(h),
+            Err(e) => eprintln!("ndd-index serve: cannot start a merge thread: {e}"),
+        }
+    }
+
+    /// Publishes the background merge once it is written (`wait`: waits for it), then lets
+    /// the policy start the next one. A failed merge changed nothing; it is logged.
+    fn finish_merge(&mut self, wait: bool) {
+        let Some(h) = self.merging.take() else {
+            return;
+        };
+        if !wait && !h.is_finished() {
+            self.merging = Some(h);
+            return;
+        }
+        let built = h.join();
+        let Some(w) = self.index.as_mut() else {
+            return; // dropping the merge removes its file
+        };
+        let r = match built {
+            Ok(Ok(m)) => {
+                let r = w.publish_merge(m);
+                if let Ok(s) = &r {
+                    let us = (s.seconds * 1e6) as u64;
+                    self.metrics.merge_micros.fetch_add(us, Relaxed);
+                }
+                r.map(|_| ())
+            }
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(Error::InvalidArgument("the merge thread panicked".into())),
+        };
+        match r {
+            Ok(()) => {
+                self.metrics.merges.fetch_add(1, Relaxed);
+                if !wait {
+                    self.start_merge();
+                }
+            }
+            Err(e) => {
+                self.metrics.merge_failures.fetch_add(1, Relaxed);
+                eprintln!("ndd-index serve: background merge failed (nothing published): {e}");
+            }
+        }
+    }
+
+    /// [`Writer::group_commit`]'s group; true when its add folded the delta.
+    fn group_commit_inner(&mut self, first: Op) -> bool {
         let mut group: Vec<(Vec<InsertDoc>, oneshot::Sender<InsertReply>, Instant)> = Vec::new();
         let mut keys: HashSet<String> = HashSet::new();
         let mut n = 0usize;
@@ -544,7 +667,7 @@ impl Writer {
                     retry_after: e.retry_after,
                 }));
             }
-            return;
+            return false;
         }
         let started = Instant::now();
         let mut counts: Vec<usize> = Vec::with_capacity(group.len());
@@ -583,12 +706,12 @@ impl Writer {
             })
             .and_then(|s| {
                 // A fold adds a segment: let the merge policy keep the segment count bounded.
-                if s.folded.is_some() {
-                    w.compact_after_ingest()?;
-                }
+                // A fold adds a segment: the merge policy runs after the group, its merges
+                // off this thread (`Writer::start_merge`).
                 Ok(s)
             });
         let mut add_micros = 0;
+        let folded = result.as_ref().is_ok_and(|s| s.folded.is_some());
         if let Ok(s) = &result {
             for (m, us) in self.metrics.group_phase_micros.iter().zip(s.phase_micros) {
                 m.fetch_add(us, Relaxed);
@@ -663,5 +786,74 @@ impl Writer {
                 }
             }
         }
+        folded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lifecycle::{choose, SegmentInfo};
+
+    /// Folds of ~5 MB each under the server's policy, each merge applied at once: the small
+    /// segments behave as a binary counter (at most popcount(folds) of them, besides the
+    /// large base segment that never takes part), and no segment is rewritten more than
+    /// log2(folds) + 1 times.
+    #[test]
+    fn server_policy_is_a_binary_counter_of_folds() {
+        const MB: u64 = 1 << 20;
+        let base = SegmentInfo {
+            id: 0,
+            bytes: 5000 * MB,
+            deleted_docs: 0,
+            docs: 1_000_000,
+        };
+        // (info, times its documents were rewritten)
+        let mut segs: Vec<(SegmentInfo, u32)> = vec![(base, 0)];
+        let mut next = 1;
+        let mut max_count = 0;
+        for fold in 1..=200u32 {
+            let bytes = 5 * MB + (fold as u64 % 7) * MB / 10; // folds differ a little
+            segs.push((
+                SegmentInfo {
+                    id: next,
+                    bytes,
+                    deleted_docs: 0,
+                    docs: 1024,
+                },
+                0,
+            ));
+            next += 1;
+            loop {
+                let infos: Vec<SegmentInfo> = segs.iter().map(|s| s.0).collect();
+                let Some(ids) = choose(&infos, &SERVER_MERGE_POLICY) else {
+                    break;
+                };
+                assert!(!ids.contains(&0), "the base segment is never merged");
+                let (merged, rest): (Vec<_>, Vec<_>) =
+                    segs.into_iter().partition(|s| ids.contains(&s.0.id));
+                segs = rest;
+                let info = SegmentInfo {
+                    id: next,
+                    bytes: merged.iter().map(|s| s.0.bytes).sum(),
+                    deleted_docs: 0,
+                    docs: merged.iter().map(|s| s.0.docs).sum(),
+                };
+                next += 1;
+                let rewrites = merged.iter().map(|s| s.1).max().unwrap() + 1;
+                assert!(
+                    rewrites <= 32 - fold.leading_zeros() + 1,
+                    "fold {fold}: a document rewritten {rewrites} times"
+                );
+                segs.push((info, rewrites));
+            }
+            let small = segs.len() - 1;
+            assert!(
+                small <= fold.count_ones() as usize + 1,
+                "fold {fold}: {small} small segments"
+            );
+            max_count = max_count.max(small);
+        }
+        assert!(max_count <= 8, "{max_count}");
     }
 }

@@ -1088,3 +1088,73 @@ fn the_view_after_an_add_answers_as_a_full_reload() {
     assert_eq!(w.view().sizes, full.sizes);
     assert_eq!(w.view().tombstones, full.tombstones);
 }
+
+/// Folds every 8 inserts, so the server's background merges (`writer.rs`, merged off the
+/// writer thread and published between groups) run many times: the answers while they run
+/// are the CLI's pairs of the final index, the segments stay few, and `verify` is clean.
+#[test]
+fn background_merges_keep_answers_and_few_segments() {
+    let tmp = temp_dir("serve-merge");
+    let index = tmp.path().join("idx");
+    let base = tmp.path().join("base");
+    write_pages(&base, "p", 30, 5);
+    ingest(&index, &base, "b1");
+    let news = tmp.path().join("news");
+    let pages = write_pages(&news, "n", 150, 13);
+    let srv = Server::start(&index, &["--fold-docs", "8"]);
+    for p in &pages {
+        let key = p.file_name().unwrap().to_str().unwrap();
+        let a = insert(srv.addr, key, &std::fs::read(p).unwrap());
+        assert_eq!(a.status, 200, "{key}: {}", a.text());
+    }
+    let mut answers = Vec::new();
+    for p in pages.iter().skip(1).step_by(3) {
+        let key = p.file_name().unwrap().to_str().unwrap().to_owned();
+        let v = query(srv.addr, &std::fs::read(p).unwrap(), "threshold=0.5&top=0");
+        let got: BTreeMap<String, String> = v["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["key"].as_str().unwrap().to_owned(),
+                    format!("{:.6}", m["resemblance"].as_f64().unwrap()),
+                )
+            })
+            .collect();
+        answers.push((key, got));
+    }
+    let metrics = http(srv.addr, "GET", "/metrics", &[], b"").text();
+    let counter = |name: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+    };
+    assert!(counter("ndd_merges_total ") >= 4, "{metrics}");
+    assert_eq!(counter("ndd_merge_failures_total "), 0);
+    assert!(srv.stop().success());
+    verify_clean(&index);
+
+    let partners = cli_partners(&index, "0.5");
+    for (key, got) in &answers {
+        assert_eq!(got.get(key).map(String::as_str), Some("1.000000"), "{key}");
+        let mut others = got.clone();
+        others.remove(key);
+        assert_eq!(
+            others,
+            partners.get(key).cloned().unwrap_or_default(),
+            "partners of {key}"
+        );
+    }
+    assert!(
+        answers.iter().filter(|(_, g)| g.len() > 1).count() >= 10,
+        "the pages plant partners"
+    );
+    // 150 inserts folded 18 times: the base segment plus at most popcount(18) + 1 small
+    // ones (a merge may still have been running), and the delta's last documents.
+    let stats = cli(&["stats", "--index", index.to_str().unwrap(), "--json"]);
+    let v: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let segs = v["segments"].as_array().unwrap().len();
+    assert!(segs <= 5, "{segs} segments: {v}");
+}
