@@ -26,7 +26,7 @@ use crate::error::Result;
 use crate::fingerprint::manku::PermutedTables;
 use crate::fingerprint::simhash::encode_sim384;
 use crate::segment::{self, SegmentMeta, SegmentWriter, FREQUENT, FREQUENT_DF};
-use crate::sort::{DocPair, ExternalSorter, KeyDoc, SortOptions};
+use crate::sort::{DocHash, DocPair, ExternalSorter, KeyDoc, SortOptions, SpoolFile};
 use crate::store::SegmentEntry;
 
 /// Files of a segment that is not (yet) published: removed when dropped, unless
@@ -517,18 +517,36 @@ impl SegmentBuilder {
     /// A table of posting lists (a method's table) from `(key, doc)` entries sorted by key,
     /// then doc; a doc repeated under a key counts once.
     pub fn postings_table(&mut self, table: u32, entries: &[(u64, u32)]) -> Result<()> {
+        let sorted = entries.iter().map(|&(key, doc)| Ok(KeyDoc { key, doc }));
+        self.postings_table_sorted(table, sorted)
+    }
+
+    /// [`SegmentBuilder::postings_table`] from a stream of records sorted by key, then doc
+    /// (an external sort's output): the same bytes, one posting list in memory at a time.
+    pub fn postings_table_sorted(
+        &mut self,
+        table: u32,
+        sorted: impl IntoIterator<Item = Result<KeyDoc>>,
+    ) -> Result<()> {
         self.w.begin_table(table)?;
         let mut ids: Vec<u32> = Vec::new();
-        let mut i = 0;
-        while i < entries.len() {
-            let k = entries[i].0;
-            ids.clear();
-            while i < entries.len() && entries[i].0 == k {
-                if ids.last() != Some(&entries[i].1) {
-                    ids.push(entries[i].1);
+        let mut cur: Option<u64> = None;
+        for rec in sorted {
+            let KeyDoc { key, doc } = rec?;
+            if cur != Some(key) {
+                if let Some(k) = cur {
+                    self.buf.clear();
+                    segment::encode_postings(&ids, &mut self.buf);
+                    self.w.add(k, &self.buf)?;
+                    ids.clear();
                 }
-                i += 1;
+                cur = Some(key);
             }
+            if ids.last() != Some(&doc) {
+                ids.push(doc);
+            }
+        }
+        if let Some(k) = cur {
             self.buf.clear();
             segment::encode_postings(&ids, &mut self.buf);
             self.w.add(k, &self.buf)?;
@@ -542,6 +560,31 @@ impl SegmentBuilder {
         for t in 0..tables.tables() {
             let entries = table_entries(tables, t, docs);
             self.postings_table(segment::simhash_table(t as u32), &entries)?;
+        }
+        Ok(())
+    }
+
+    /// [`SegmentBuilder::simhash_tables`] of `(doc, simhash)` records spooled in doc order
+    /// (ingest: nothing per document held while the batch is read): the spool is read once per
+    /// table and each table's entries sorted within `sort`'s budget. The same bytes.
+    pub fn simhash_tables_spooled(
+        &mut self,
+        tables: &PermutedTables,
+        docs: &SpoolFile<DocHash>,
+        sort: &SortOptions,
+    ) -> Result<()> {
+        for t in 0..tables.tables() {
+            let mut entries = ExternalSorter::<KeyDoc>::new(sort.clone())?;
+            for r in docs.read()? {
+                let r = r?;
+                entries.push(KeyDoc {
+                    key: tables.permute(t, r.hash),
+                    doc: r.doc,
+                })?;
+            }
+            entries.finish_streamed(|sorted| {
+                self.postings_table_sorted(segment::simhash_table(t as u32), sorted)
+            })?;
         }
         Ok(())
     }
@@ -774,5 +817,55 @@ mod tests {
         b.forward(4, &[]).unwrap();
         assert!(b.forward(4, &[]).is_err());
         assert!(b.forward_encoded(5, &[]).is_err());
+    }
+
+    /// The simhash tables from a spool, each table sorted within any budget (in memory, or
+    /// through runs), are the bytes of the tables from the in-memory `(doc, simhash)` list.
+    #[test]
+    fn spooled_simhash_tables_equal_in_memory_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let tables = PermutedTables::new(3, 4).unwrap();
+        // Repeated simhashes (exact duplicates), consecutive and sparse ids.
+        let docs: Vec<(u32, u64)> = (0..2_000u32)
+            .map(|d| {
+                let h = (d as u64 % 700).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                (d * 3 + d % 2, h)
+            })
+            .collect();
+        let write = |name: &str, spooled: Option<u64>| {
+            let mut b = SegmentBuilder::create_version(dir.path(), name, 2).unwrap();
+            b.begin_postings().unwrap();
+            b.end_postings().unwrap();
+            match spooled {
+                None => b.simhash_tables(&tables, &docs).unwrap(),
+                Some(mem) => {
+                    let tmp = dir.path().join("tmp");
+                    let mut spool = crate::sort::Spool::<DocHash>::new(&tmp);
+                    for &(doc, hash) in &docs {
+                        spool.push(DocHash { doc, hash }).unwrap();
+                    }
+                    let file = spool.finish().unwrap();
+                    let sort = SortOptions::new(mem, &tmp);
+                    b.simhash_tables_spooled(&tables, &file, &sort).unwrap();
+                }
+            }
+            b.finish().unwrap().keep();
+            std::fs::read(dir.path().join(name)).unwrap()
+        };
+        let mem = write("mem", None);
+        assert_eq!(write("spool", Some(64 << 20)), mem);
+        assert_eq!(
+            write("spool-runs", Some(4 << 10)),
+            mem,
+            "sorted through runs"
+        );
+        let tmp = dir.path().join("tmp");
+        assert_eq!(
+            std::fs::read_dir(tmp).unwrap().count(),
+            0,
+            "spool and runs removed"
+        );
+        let seg = Segment::open(dir.path().join("spool")).unwrap();
+        assert!(seg.table_meta(segment::simhash_table(0)).unwrap().entries > 0);
     }
 }
