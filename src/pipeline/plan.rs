@@ -366,7 +366,7 @@ pub fn plan(
     };
     let filters = p.probe_keys * nseg as f64 * C_FILTER;
     p.cost_probe = filters + p.surviving * (C_HOT + miss * C_COLD);
-    let spill = p.join_records * 16.0 > mem_bytes as f64 / 2.0;
+    let spill = p.join_records * 16.0 > sorts_budget(view, mem_bytes) as f64 / 2.0;
     let sort_io = if spill {
         2.0 * p.join_records * 16.0 / SEQ_BW
     } else {
@@ -396,5 +396,19 @@ impl std::str::FromStr for Matching {
                 "unknown matching `{s}` (expected auto, join or probe)"
             ))),
         }
+    }
+}
+
+/// What the merge join's sorts share of the budget `mem` (two alive at once, half each): all of
+/// it, or, when the view holds format-3 segments (FORWARD lists as ranks, mapped to keys
+/// through the process's key cache, which the operations give
+/// [`crate::segment::key_cache_share`] of the same budget: ingest, pairs), what the key cache leaves.
+/// So the sorts and the cache together stay within `mem` in every phase (the cache of a
+/// segment, once loaded, stays until the view is dropped).
+pub fn sorts_budget(view: &View, mem: u64) -> u64 {
+    if view.segments.iter().any(|s| s.seg.ranked_forward()) {
+        mem.saturating_sub(crate::segment::key_cache_share(mem))
+    } else {
+        mem
     }
 }
