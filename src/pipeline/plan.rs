@@ -399,16 +399,24 @@ impl std::str::FromStr for Matching {
     }
 }
 
-/// What the merge join's sorts share of the budget `mem` (two alive at once, half each): all of
-/// it, or, when the view holds format-3 segments (FORWARD lists as ranks, mapped to keys
-/// through the process's key cache, which the operations give
-/// [`crate::segment::key_cache_share`] of the same budget: ingest, pairs), what the key cache leaves.
-/// So the sorts and the cache together stay within `mem` in every phase (the cache of a
-/// segment, once loaded, stays until the view is dropped).
+/// What the merge join's sorts share of the budget `mem` (two alive at once, half each): all
+/// of it, less what the process's key cache may take when the view holds format-3 segments
+/// (FORWARD lists as ranks, mapped to keys through the cache, which the operations give
+/// [`crate::segment::key_cache_share`] of the same budget: ingest, pairs). A segment's cache
+/// is all of its POSTINGS keys (8 bytes each), loaded whole when it fits what is left of the
+/// share, so the cache may take the keys of the segments that fit the share, at most the
+/// share. So the sorts and the cache together stay within `mem` in every phase (a loaded cache
+/// stays until the view drops), and an index whose segments are all too big to cache keeps
+/// the whole budget for its sorts.
 pub fn sorts_budget(view: &View, mem: u64) -> u64 {
-    if view.segments.iter().any(|s| s.seg.ranked_forward()) {
-        mem.saturating_sub(crate::segment::key_cache_share(mem))
-    } else {
-        mem
-    }
+    let share = crate::segment::key_cache_share(mem);
+    let cacheable: u64 = view
+        .segments
+        .iter()
+        .filter(|s| s.seg.ranked_forward())
+        .filter_map(|s| s.seg.table_meta(crate::segment::POSTINGS))
+        .map(|t| t.entries.saturating_mul(8))
+        .filter(|&bytes| bytes <= share)
+        .sum();
+    mem.saturating_sub(cacheable.min(share))
 }
