@@ -89,6 +89,17 @@ impl DocSizes {
         self.rebase_if_long();
     }
 
+    /// Appends the sizes of the next ids, taken as they are (no copy of them or of the base)
+    /// when nothing was appended since the base: a batch's sizes in the view it is matched
+    /// in, which lives only for the batch (a view derived from it copies the long tail).
+    pub fn append(&mut self, sizes: Vec<u32>) {
+        if self.tail.is_empty() {
+            self.tail = sizes;
+        } else {
+            self.extend_from_slice(&sizes);
+        }
+    }
+
     /// Grows to `n` ids (new ones of size 0); never shrinks.
     pub fn grow_to(&mut self, n: usize) {
         if n > self.len() {
@@ -399,14 +410,22 @@ impl View {
     /// This view plus one more (not yet published) segment holding documents
     /// `entry.doc_lo..entry.doc_hi` with the given feature counts, and extra tombstones.
     /// Ingest matches a batch against this before publishing it.
+    /// The view shares this one's sizes and takes `new_sizes` as they are (no copy of either:
+    /// `DocSizes::append`).
     pub fn with_new_segment(
         &self,
         path: &Path,
         entry: SegmentEntry,
-        new_sizes: &[u32],
+        new_sizes: Vec<u32>,
         extra_tombstones: &RoaringBitmap,
     ) -> Result<View> {
-        self.with_new_segments(vec![(path.to_owned(), entry)], new_sizes, extra_tombstones)
+        let (segments, frequent) = self.opened(vec![(path.to_owned(), entry)])?;
+        self.extended(
+            segments,
+            frequent,
+            |s| s.append(new_sizes),
+            extra_tombstones,
+        )
     }
 
     /// [`View::with_new_segment`] for several segments holding consecutive documents from
@@ -417,6 +436,17 @@ impl View {
         new_sizes: &[u32],
         extra_tombstones: &RoaringBitmap,
     ) -> Result<View> {
+        let (segments, frequent) = self.opened(new)?;
+        let grow = |s: &mut DocSizes| s.extend_from_slice(new_sizes);
+        self.extended(segments, frequent, grow, extra_tombstones)
+    }
+
+    /// This view's segments plus the non-empty ones of `new`, opened, and the frequent keys
+    /// of them all.
+    fn opened(
+        &self,
+        new: Vec<(std::path::PathBuf, SegmentEntry)>,
+    ) -> Result<(Vec<LiveSegment>, FrequentKeys)> {
         let mut segments: Vec<LiveSegment> = self
             .segments
             .iter()
@@ -436,7 +466,7 @@ impl View {
                 });
             }
         }
-        self.extended(segments, frequent, new_sizes, extra_tombstones)
+        Ok((segments, frequent))
     }
 
     /// [`View::with_new_segment`] of a segment already open (an online add's segment of its
@@ -455,20 +485,22 @@ impl View {
             entry,
             seg: Arc::new(seg),
         });
-        self.extended(segments, frequent, new_sizes, extra_tombstones)
+        let grow = |s: &mut DocSizes| s.extend_from_slice(new_sizes);
+        self.extended(segments, frequent, grow, extra_tombstones)
     }
 
-    /// This view's sizes and tombstones extended, over `segments` and `frequent`.
+    /// This view's sizes (grown by `grow`) and tombstones extended, over `segments` and
+    /// `frequent`.
     fn extended(
         &self,
         segments: Vec<LiveSegment>,
         frequent: FrequentKeys,
-        new_sizes: &[u32],
+        grow: impl FnOnce(&mut DocSizes),
         extra_tombstones: &RoaringBitmap,
     ) -> Result<View> {
         let by_doc = doc_ranges(&segments);
         let mut sizes = self.sizes.clone();
-        sizes.extend_from_slice(new_sizes);
+        grow(&mut sizes);
         Ok(View {
             segments,
             by_doc,

@@ -26,7 +26,7 @@ use crate::error::Result;
 use crate::fingerprint::manku::PermutedTables;
 use crate::fingerprint::simhash::encode_sim384;
 use crate::segment::{self, SegmentMeta, SegmentWriter, FREQUENT, FREQUENT_DF};
-use crate::sort::{DocPair, ExternalSorter, KeyDoc, SortOptions};
+use crate::sort::{DocHash, DocPair, ExternalSorter, KeyDoc, SortOptions, Spool, SpoolFile};
 use crate::store::SegmentEntry;
 
 /// Files of a segment that is not (yet) published: removed when dropped, unless
@@ -77,14 +77,23 @@ pub struct SegmentBuilder {
 }
 
 /// What a format-3 builder keeps until POSTINGS is complete: the documents and their feature
-/// counts (8 bytes a document), and the `(doc, rank)` records of the postings: when the
+/// counts (8 bytes a document; none when [`SegmentBuilder::with_sort`] gave a folder: they are
+/// spooled to a run file there), and the `(doc, rank)` records of the postings: when the
 /// announced features fit an eighth of the sort budget at 8 bytes each, each rank goes
 /// straight into its document's slot of one array ([`Direct`], 4 bytes a feature: keys come
 /// in rank order, so every document's ranks come out sorted, with no sort); otherwise they are
 /// sorted within the budget (in memory up to an eighth of it, then through an external sort).
 struct RankedForward {
-    /// `(doc, feature count)` in id order, as `forward` received them.
+    /// `(doc, feature count)` in id order, as `forward` received them (in memory when not
+    /// spooled, or for the direct placement).
     docs: Vec<(u32, u32)>,
+    /// The same, spooled as `DocPair { a: doc, b: count }` (set by `with_sort` before the first
+    /// document).
+    spool: Option<Spool<DocPair>>,
+    /// Documents announced, their features in all, and the last id.
+    ndocs: u64,
+    total: u64,
+    last: Option<u32>,
     sort: SortOptions,
     pairs: Vec<DocPair>,
     sorter: Option<ExternalSorter<DocPair>>,
@@ -226,6 +235,10 @@ impl SegmentBuilder {
         let ranked =
             (w.format_version() >= segment::RANKED_FORWARD_VERSION).then(|| RankedForward {
                 docs: Vec::new(),
+                spool: None,
+                ndocs: 0,
+                total: 0,
+                last: None,
                 sort: SortOptions::default(),
                 pairs: Vec::new(),
                 sorter: None,
@@ -248,9 +261,13 @@ impl SegmentBuilder {
 
     /// Memory budget and run-file folder of the sort that turns the postings into FORWARD
     /// rank lists (format 3; default: 256 MiB in the system temp folder). Call before the
-    /// postings.
+    /// postings; called before the first FORWARD entry, the entries' feature counts are
+    /// spooled to a run file in that folder instead of memory.
     pub fn with_sort(mut self, opts: SortOptions) -> Self {
         if let Some(r) = self.ranked.as_mut() {
+            if r.ndocs == 0 {
+                r.spool = Some(Spool::new(opts.tmp_dir.clone()));
+            }
             r.sort = opts;
         }
         self
@@ -295,16 +312,21 @@ impl SegmentBuilder {
                 "FORWARD: doc {doc} after the postings began"
             )));
         }
-        if r.docs.last().is_some_and(|&(d, _)| d >= doc) {
+        if let Some(last) = r.last.filter(|&d| d >= doc) {
             return Err(crate::error::Error::InvalidArgument(format!(
-                "FORWARD: doc {doc} after doc {}",
-                r.docs.last().map_or(0, |d| d.0)
+                "FORWARD: doc {doc} after doc {last}"
             )));
         }
         let count = u32::try_from(count).map_err(|_| {
             crate::error::Error::InvalidArgument(format!("doc {doc}: too many features"))
         })?;
-        r.docs.push((doc, count));
+        match r.spool.as_mut() {
+            Some(s) => s.push(DocPair { a: doc, b: count })?,
+            None => r.docs.push((doc, count)),
+        }
+        r.last = Some(doc);
+        r.ndocs += 1;
+        r.total += count as u64;
         Ok(())
     }
 
@@ -325,13 +347,20 @@ impl SegmentBuilder {
             None => self.w.end_table()?,
             Some(r) => {
                 // The ranks placed directly (4 bytes each) when the sorted path would keep
-                // them in memory too (8 bytes each, up to an eighth of the budget).
-                let total: u64 = r.docs.iter().map(|d| d.1 as u64).sum();
+                // them in memory too (8 bytes each, up to an eighth of the budget), and the
+                // documents' slots (8 + 8 + 4 bytes each) fit an eighth of it too.
                 if r.direct.is_none()
                     && r.pairs.is_empty()
                     && r.sorter.is_none()
-                    && total.saturating_mul(8) < r.sort.mem_bytes / 8
+                    && r.total.saturating_mul(8) < r.sort.mem_bytes / 8
+                    && r.ndocs.saturating_mul(20) < r.sort.mem_bytes / 8
                 {
+                    if let Some(s) = r.spool.take() {
+                        for p in s.finish()?.read()? {
+                            let p = p?;
+                            r.docs.push((p.a, p.b));
+                        }
+                    }
                     r.direct = Some(Direct::new(&r.docs));
                 }
             }
@@ -382,6 +411,10 @@ impl SegmentBuilder {
         r.written = true;
         let r = RankedForward {
             docs: std::mem::take(&mut r.docs),
+            spool: r.spool.take(),
+            ndocs: r.ndocs,
+            total: r.total,
+            last: r.last,
             sort: r.sort.clone(),
             pairs: std::mem::take(&mut r.pairs),
             sorter: r.sorter.take(),
@@ -438,10 +471,17 @@ impl SegmentBuilder {
         use crate::error::Error;
         let RankedForward {
             docs,
+            spool,
             mut pairs,
             sorter,
             ..
         } = r;
+        // The documents from their spool, or from memory.
+        let spooled = spool.map(|s| s.finish()).transpose()?;
+        let docs: Box<dyn Iterator<Item = Result<(u32, u32)>>> = match &spooled {
+            Some(f) => Box::new(f.read()?.map(|p| p.map(|p| (p.a, p.b)))),
+            None => Box::new(docs.into_iter().map(Ok)),
+        };
         let sorted: Box<dyn Iterator<Item = Result<DocPair>>> = match sorter {
             Some(s) => Box::new(s.finish()?),
             None => {
@@ -452,7 +492,8 @@ impl SegmentBuilder {
         let mut sorted = sorted.peekable();
         self.w.begin_table(segment::FORWARD)?;
         let mut ranks: Vec<u64> = Vec::new();
-        for (doc, count) in docs {
+        for d in docs {
+            let (doc, count) = d?;
             ranks.clear();
             while let Some(p) = sorted.next_if(|p| p.as_ref().map_or(true, |p| p.a <= doc)) {
                 let p = p?;
@@ -517,18 +558,36 @@ impl SegmentBuilder {
     /// A table of posting lists (a method's table) from `(key, doc)` entries sorted by key,
     /// then doc; a doc repeated under a key counts once.
     pub fn postings_table(&mut self, table: u32, entries: &[(u64, u32)]) -> Result<()> {
+        let sorted = entries.iter().map(|&(key, doc)| Ok(KeyDoc { key, doc }));
+        self.postings_table_sorted(table, sorted)
+    }
+
+    /// [`SegmentBuilder::postings_table`] from a stream of records sorted by key, then doc
+    /// (an external sort's output): the same bytes, one posting list in memory at a time.
+    pub fn postings_table_sorted(
+        &mut self,
+        table: u32,
+        sorted: impl IntoIterator<Item = Result<KeyDoc>>,
+    ) -> Result<()> {
         self.w.begin_table(table)?;
         let mut ids: Vec<u32> = Vec::new();
-        let mut i = 0;
-        while i < entries.len() {
-            let k = entries[i].0;
-            ids.clear();
-            while i < entries.len() && entries[i].0 == k {
-                if ids.last() != Some(&entries[i].1) {
-                    ids.push(entries[i].1);
+        let mut cur: Option<u64> = None;
+        for rec in sorted {
+            let KeyDoc { key, doc } = rec?;
+            if cur != Some(key) {
+                if let Some(k) = cur {
+                    self.buf.clear();
+                    segment::encode_postings(&ids, &mut self.buf);
+                    self.w.add(k, &self.buf)?;
+                    ids.clear();
                 }
-                i += 1;
+                cur = Some(key);
             }
+            if ids.last() != Some(&doc) {
+                ids.push(doc);
+            }
+        }
+        if let Some(k) = cur {
             self.buf.clear();
             segment::encode_postings(&ids, &mut self.buf);
             self.w.add(k, &self.buf)?;
@@ -542,6 +601,31 @@ impl SegmentBuilder {
         for t in 0..tables.tables() {
             let entries = table_entries(tables, t, docs);
             self.postings_table(segment::simhash_table(t as u32), &entries)?;
+        }
+        Ok(())
+    }
+
+    /// [`SegmentBuilder::simhash_tables`] of `(doc, simhash)` records spooled in doc order
+    /// (ingest: nothing per document held while the batch is read): the spool is read once per
+    /// table and each table's entries sorted within `sort`'s budget. The same bytes.
+    pub fn simhash_tables_spooled(
+        &mut self,
+        tables: &PermutedTables,
+        docs: &SpoolFile<DocHash>,
+        sort: &SortOptions,
+    ) -> Result<()> {
+        for t in 0..tables.tables() {
+            let mut entries = ExternalSorter::<KeyDoc>::new(sort.clone())?;
+            for r in docs.read()? {
+                let r = r?;
+                entries.push(KeyDoc {
+                    key: tables.permute(t, r.hash),
+                    doc: r.doc,
+                })?;
+            }
+            entries.finish_streamed(|sorted| {
+                self.postings_table_sorted(segment::simhash_table(t as u32), sorted)
+            })?;
         }
         Ok(())
     }
@@ -774,5 +858,55 @@ mod tests {
         b.forward(4, &[]).unwrap();
         assert!(b.forward(4, &[]).is_err());
         assert!(b.forward_encoded(5, &[]).is_err());
+    }
+
+    /// The simhash tables from a spool, each table sorted within any budget (in memory, or
+    /// through runs), are the bytes of the tables from the in-memory `(doc, simhash)` list.
+    #[test]
+    fn spooled_simhash_tables_equal_in_memory_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let tables = PermutedTables::new(3, 4).unwrap();
+        // Repeated simhashes (exact duplicates), consecutive and sparse ids.
+        let docs: Vec<(u32, u64)> = (0..2_000u32)
+            .map(|d| {
+                let h = (d as u64 % 700).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                (d * 3 + d % 2, h)
+            })
+            .collect();
+        let write = |name: &str, spooled: Option<u64>| {
+            let mut b = SegmentBuilder::create_version(dir.path(), name, 2).unwrap();
+            b.begin_postings().unwrap();
+            b.end_postings().unwrap();
+            match spooled {
+                None => b.simhash_tables(&tables, &docs).unwrap(),
+                Some(mem) => {
+                    let tmp = dir.path().join("tmp");
+                    let mut spool = crate::sort::Spool::<DocHash>::new(&tmp);
+                    for &(doc, hash) in &docs {
+                        spool.push(DocHash { doc, hash }).unwrap();
+                    }
+                    let file = spool.finish().unwrap();
+                    let sort = SortOptions::new(mem, &tmp);
+                    b.simhash_tables_spooled(&tables, &file, &sort).unwrap();
+                }
+            }
+            b.finish().unwrap().keep();
+            std::fs::read(dir.path().join(name)).unwrap()
+        };
+        let mem = write("mem", None);
+        assert_eq!(write("spool", Some(64 << 20)), mem);
+        assert_eq!(
+            write("spool-runs", Some(4 << 10)),
+            mem,
+            "sorted through runs"
+        );
+        let tmp = dir.path().join("tmp");
+        assert_eq!(
+            std::fs::read_dir(tmp).unwrap().count(),
+            0,
+            "spool and runs removed"
+        );
+        let seg = Segment::open(dir.path().join("spool")).unwrap();
+        assert!(seg.table_meta(segment::simhash_table(0)).unwrap().entries > 0);
     }
 }

@@ -344,7 +344,7 @@ impl Index {
                 sim384: x.sim384,
                 imatch: Vec::new(), // set by finish_method_data, once the call's terms are known
             };
-            n.methods.add(doc, &fp, x);
+            n.methods.add(doc, &fp, x)?;
             reports.push(DocReport::of(key.clone(), status, doc));
             n.news
                 .push((DocRecord::new(key, batch_id, &fp, len, url), delta));
@@ -390,7 +390,7 @@ impl Index {
                 postings: 0,
             };
             self.view
-                .with_new_segment(Path::new(""), none, &[], &extra_tombs)?
+                .with_new_segment(Path::new(""), none, Vec::new(), &extra_tombs)?
         } else {
             let methods = &self.options().methods;
             let (entry, seg) = delta_segment::map(&n.delta_docs(), methods, 0)?

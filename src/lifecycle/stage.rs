@@ -321,7 +321,7 @@ impl PartWriter {
             self.sorter.push(KeyDoc { key: f, doc })?;
         }
         self.postings += fp.features.len() as u64;
-        self.methods.add(doc, &fp, extras);
+        self.methods.add(doc, &fp, extras)?;
         let rec = DocRecord::new(raw.key, 0, &fp, raw.bytes.len() as u64, raw.url);
         self.recs.add(doc as u64, &rec.encode())?;
         self.doc_lo.get_or_insert(doc);

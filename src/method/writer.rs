@@ -3,15 +3,18 @@
 //! extra tables of the batch's segment after the postings, and (I-Match) staged into the
 //! batch's publishing catalog write.
 //!
-//! Memory: per batch document, 12 bytes per simhash table entry computed one table at a time,
-//! 12 bytes per supershingle, 52 bytes of 384-bit simhash, and for I-Match the document's
-//! unique word hashes (8 bytes each) until the end of the batch.
+//! Memory: per batch document, 12 bytes per supershingle, 52 bytes of 384-bit simhash, and for
+//! I-Match the document's unique word hashes (8 bytes each) until the end of the batch; the
+//! simhashes 16 bytes each, or nothing when they are spooled ([`MethodWriter::spooled`], as
+//! ingest does: written to a run file as they come, each table then sorted within the memory
+//! budget).
 
 use crate::build::SegmentBuilder;
 use crate::error::{Error, Result};
 use crate::fingerprint::{
     self, hash, shingle, simhash, Fingerprint, FingerprintOptions, Sample, ShingleKind,
 };
+use crate::sort::{DocHash, SortOptions, Spool};
 use crate::store::{Catalog, CatalogBatch};
 
 use super::boilerplate::Frequent;
@@ -134,6 +137,9 @@ pub struct MethodWriter {
     frozen_frequent: Option<Frequent>,
     /// The deferred simhashes have been computed into `simhashes`.
     deferred_done: bool,
+    /// `spooled`: the simhashes computed per document go to this run file instead of
+    /// `simhashes`, and each table is sorted within these options' budget.
+    spool: Option<(Spool<DocHash>, SortOptions)>,
 }
 
 impl MethodWriter {
@@ -148,18 +154,31 @@ impl MethodWriter {
             sim_features: Vec::new(),
             frozen_frequent: None,
             deferred_done: false,
+            spool: None,
         }
+    }
+
+    /// Spools the simhashes computed per document (the SIMHASH tables' input) to a run file
+    /// under `sort.tmp_dir` as they are added, and sorts each table within `sort.mem_bytes`
+    /// when the tables are written: no memory per batch document (ingest). The tables' bytes
+    /// are the same.
+    pub fn spooled(mut self, sort: SortOptions) -> Self {
+        self.spool = Some((Spool::new(sort.tmp_dir.clone()), sort));
+        self
     }
 
     /// Adds document `doc` (ids ascend within a batch). Documents without words are left out
     /// of every method table.
-    pub fn add(&mut self, doc: u32, fp: &Fingerprint, x: DocExtras) {
+    pub fn add(&mut self, doc: u32, fp: &Fingerprint, x: DocExtras) -> Result<()> {
         if fp.words == 0 {
-            return;
+            return Ok(());
         }
         if let Some(so) = &self.opts.simhash {
             match x.simhash {
-                Some(h) => self.simhashes.push((doc, h)),
+                Some(hash) => match self.spool.as_mut() {
+                    Some((s, _)) => s.push(DocHash { doc, hash })?,
+                    None => self.simhashes.push((doc, hash)),
+                },
                 None if so.boilerplate.is_some() => self.sim_features.push((doc, x.sim_features)),
                 None => {} // idf: computed from the terms at the end of the batch
             }
@@ -175,6 +194,7 @@ impl MethodWriter {
         if self.opts.needs_terms() {
             self.terms.add(doc, x.terms);
         }
+        Ok(())
     }
 
     /// The I-Match signatures of the documents added with `add`, as the segment would store
@@ -267,7 +287,16 @@ impl MethodWriter {
             self.deferred_simhashes(catalog()?)?;
         }
         if self.opts.simhash.is_some() {
-            w.simhash_tables(&self.opts.simhash_tables()?, &self.simhashes)?;
+            let tables = self.opts.simhash_tables()?;
+            match self.spool.take() {
+                // The deferred simhashes (idf, boilerplate) are never spooled: a batch has
+                // either kind only.
+                Some((spool, sort)) if !spool.is_empty() => {
+                    debug_assert!(self.simhashes.is_empty());
+                    w.simhash_tables_spooled(&tables, &spool.finish()?, &sort)?;
+                }
+                _ => w.simhash_tables(&tables, &self.simhashes)?,
+            }
         }
         if self.opts.dsc.is_some() {
             self.supers.sort_unstable();
@@ -284,6 +313,13 @@ impl MethodWriter {
             let sigs = self.terms.signatures(catalog()?, &im)?;
             w.postings_table(imatch::IMATCH, &sigs)?;
         }
+        // Written: only what `stage` needs stays (the I-Match terms, the frozen frequent set)
+        // while the batch is matched and published.
+        self.simhashes = Vec::new();
+        self.supers = Vec::new();
+        self.megas = Vec::new();
+        self.sim384 = Vec::new();
+        self.sim_features = Vec::new();
         Ok(())
     }
 

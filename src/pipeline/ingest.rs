@@ -37,7 +37,7 @@ use crate::method::MethodOptions;
 use crate::pipeline::pairs::{for_each_pair, Matching, PairsConfig};
 use crate::pipeline::plan::Pair;
 use crate::pipeline::spool::ReportSpool;
-use crate::sort::{ExternalSorter, KeyDoc, SortOptions};
+use crate::sort::{DocPair, ExternalSorter, KeyDoc, SortOptions, Spool};
 use crate::store::{DocRecord, Manifest};
 use crate::view::View;
 
@@ -251,8 +251,7 @@ impl NewSegment {
         for &f in &fp.features {
             self.sorter.push(KeyDoc { key: f, doc })?;
         }
-        self.methods.add(doc, fp, extras);
-        Ok(())
+        self.methods.add(doc, fp, extras)
     }
 
     /// The "write segment" stage: POSTINGS and FREQUENT from the sorted records, straight
@@ -277,9 +276,9 @@ struct Batch {
     /// Reports wait for the publish (cluster ids) in a spool file under DIR/tmp.
     reports: ReportSpool,
     intake: StagedIntake,
-    /// Feature count of each new document (id `doc_lo + i`); their records are staged in the
-    /// catalog.
-    sizes: Vec<u32>,
+    /// `(doc, feature count)` of each new document, in id order, spooled to a run file until
+    /// the match stage reads them into the view (their records are staged in the catalog).
+    sizes: Option<Spool<DocPair>>,
 }
 
 impl Index {
@@ -382,11 +381,14 @@ impl Index {
             ..SortOptions::default()
         };
         let builder = builder.with_sort(sort.clone());
-        let sorter = ExternalSorter::<KeyDoc>::new(sort)?;
+        let sorter = ExternalSorter::<KeyDoc>::new(sort.clone())?;
         let seg = NewSegment {
             builder,
             sorter,
-            methods: MethodWriter::new(&self.options().methods),
+            methods: MethodWriter::new(&self.options().methods).spooled(SortOptions {
+                mem_bytes: opts.mem_bytes,
+                ..sort.clone()
+            }),
         };
         let b = Batch {
             s: IngestSummary {
@@ -402,7 +404,7 @@ impl Index {
             next_doc: doc_lo,
             reports: ReportSpool::new(&self.tmp_dir())?,
             intake: StagedIntake::new(self.view.tombstones.clone()),
-            sizes: Vec::new(),
+            sizes: Some(Spool::new(self.tmp_dir())),
         };
         Ok((b, seg))
     }
@@ -524,7 +526,12 @@ impl Index {
             wb.put_key(&rec.key, doc);
         }
         catalog.write_staged(wb)?;
-        b.sizes.push(rec.features);
+        if let Some(sizes) = b.sizes.as_mut() {
+            sizes.push(DocPair {
+                a: doc,
+                b: rec.features,
+            })?;
+        }
         Ok(None)
     }
 
@@ -539,10 +546,11 @@ impl Index {
     ) -> Result<(View, Vec<Pair>)> {
         let (doc_lo, doc_hi) = (b.doc_lo, b.next_doc);
         let entry = built.entry(b.seg_id, doc_lo, doc_hi);
+        let sizes = read_sizes(b.sizes.take(), doc_lo..doc_hi)?;
         let view = self.view.with_new_segment(
             &self.segment_path(&entry.file),
             entry,
-            &b.sizes,
+            sizes,
             &b.intake.replaced_tombstones(),
         )?;
         let fp_opts = self.options().fingerprint()?;
@@ -662,6 +670,32 @@ impl Index {
         s.mb_per_second = s.input_bytes as f64 / 1e6 / secs.max(1e-9);
         Ok(s)
     }
+}
+
+/// The feature counts of documents `docs` from their spool (`(doc, count)` in id order), in
+/// one vector of exactly their number.
+fn read_sizes(spool: Option<Spool<DocPair>>, docs: std::ops::Range<u32>) -> Result<Vec<u32>> {
+    let n = docs.len();
+    let mut sizes = Vec::with_capacity(n);
+    if let Some(spool) = spool {
+        for r in spool.finish()?.read()? {
+            let r = r?;
+            if r.a as usize != docs.start as usize + sizes.len() || sizes.len() == n {
+                return Err(Error::InvalidArgument(format!(
+                    "ingest: feature count of doc {} out of place (batch docs {docs:?})",
+                    r.a
+                )));
+            }
+            sizes.push(r.b);
+        }
+    }
+    if sizes.len() != n {
+        return Err(Error::InvalidArgument(format!(
+            "ingest: {} feature counts for the {n} new documents",
+            sizes.len()
+        )));
+    }
+    Ok(sizes)
 }
 
 /// The process's CPU time between calls of [`CpuLap::lap`].

@@ -27,7 +27,8 @@
 //!    caller in blocks, so a whole-index run never holds its pairs in memory.
 //!
 //! Memory: at most two sorts are alive at once (the stream being read and the sort being
-//! filled), each with half the budget, plus one verification chunk.
+//! filled), each with half the budget (of what the format-3 key cache leaves of it:
+//! [`super::plan::sorts_budget`]), plus one verification chunk.
 
 use std::ops::Range;
 
@@ -40,7 +41,7 @@ use crate::segment::{self, Seeker};
 use crate::sort::{DocPair, ExternalSorter, ProbeRecord, Record, SortOptions};
 use crate::view::View;
 
-use super::plan::{Pair, PairsConfig, PairsStats};
+use super::plan::{sorts_budget, Pair, PairsConfig, PairsStats};
 
 /// Probing documents handled per parallel step of phase 1.
 const PROBE_BLOCK: u32 = 4096;
@@ -130,7 +131,7 @@ pub fn join_pairs(
         ));
     }
     let half = SortOptions {
-        mem_bytes: (sort.mem_bytes / 2).max(4 << 10),
+        mem_bytes: (sorts_budget(view, sort.mem_bytes) / 2).max(4 << 10),
         dedup: false,
         ..sort.clone()
     };

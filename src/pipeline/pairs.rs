@@ -256,6 +256,35 @@ mod tests {
         ix
     }
 
+    /// The merge join's sorts leave the format-3 key cache what it may take of the budget:
+    /// nothing to leave for format 2, or when no segment's keys fit the cache's share.
+    #[test]
+    fn join_sorts_leave_the_key_cache_its_share() {
+        use crate::pipeline::plan::sorts_budget;
+        let tmp = tempfile::tempdir().unwrap();
+        let f2 = two_batch_index(&tmp.path().join("f2"), 2, "all");
+        let f3 = two_batch_index(&tmp.path().join("f3"), 3, "all");
+        let mem = 64u64 << 20;
+        assert_eq!(sorts_budget(f2.view(), mem), mem);
+        if std::env::var_os(crate::segment::FORMAT_ENV).is_some() {
+            return; // the formats written are not the ones asked for
+        }
+        let bytes: Vec<u64> = (f3.view().segments.iter())
+            .map(|s| s.seg.table_meta(crate::segment::POSTINGS).unwrap().entries * 8)
+            .collect();
+        assert_eq!(bytes.len(), 2);
+        let all: u64 = bytes.iter().sum();
+        assert_eq!(sorts_budget(f3.view(), mem), mem - all, "small segments");
+        // A share that holds the smaller segment's keys only; one that holds neither.
+        let (small, big) = (bytes[0].min(bytes[1]), bytes[0].max(bytes[1]));
+        if small < big {
+            let mem = 2 * small;
+            assert_eq!(sorts_budget(f3.view(), mem), mem - small);
+        }
+        let mem = 2 * small - 2;
+        assert_eq!(sorts_budget(f3.view(), mem), mem);
+    }
+
     /// Verifying by ranks (candidates of the prober's own format-3 segment) finds exactly the
     /// pairs, counts and resemblances of verifying by hashes (format 2), for every sampling
     /// that compares by order, and the probe path and the join agree on format 3.

@@ -366,7 +366,7 @@ pub fn plan(
     };
     let filters = p.probe_keys * nseg as f64 * C_FILTER;
     p.cost_probe = filters + p.surviving * (C_HOT + miss * C_COLD);
-    let spill = p.join_records * 16.0 > mem_bytes as f64 / 2.0;
+    let spill = p.join_records * 16.0 > sorts_budget(view, mem_bytes) as f64 / 2.0;
     let sort_io = if spill {
         2.0 * p.join_records * 16.0 / SEQ_BW
     } else {
@@ -397,4 +397,26 @@ impl std::str::FromStr for Matching {
             ))),
         }
     }
+}
+
+/// What the merge join's sorts share of the budget `mem` (two alive at once, half each): all
+/// of it, less what the process's key cache may take when the view holds format-3 segments
+/// (FORWARD lists as ranks, mapped to keys through the cache, which the operations give
+/// [`crate::segment::key_cache_share`] of the same budget: ingest, pairs). A segment's cache
+/// is all of its POSTINGS keys (8 bytes each), loaded whole when it fits what is left of the
+/// share, so the cache may take the keys of the segments that fit the share, at most the
+/// share. So the sorts and the cache together stay within `mem` in every phase (a loaded cache
+/// stays until the view drops), and an index whose segments are all too big to cache keeps
+/// the whole budget for its sorts.
+pub fn sorts_budget(view: &View, mem: u64) -> u64 {
+    let share = crate::segment::key_cache_share(mem);
+    let cacheable: u64 = view
+        .segments
+        .iter()
+        .filter(|s| s.seg.ranked_forward())
+        .filter_map(|s| s.seg.table_meta(crate::segment::POSTINGS))
+        .map(|t| t.entries.saturating_mul(8))
+        .filter(|&bytes| bytes <= share)
+        .sum();
+    mem.saturating_sub(cacheable.min(share))
 }

@@ -6,11 +6,11 @@ use byteorder::{ByteOrder, LittleEndian as LE};
 
 use super::cursor::RunCursor;
 use super::run::{RunWriter, BLOCK_HEADER_LEN, HEADER_LEN, INDEX_ENTRY_LEN, TRAILER_LEN};
-use super::{DocPair, KeyDoc, ProbeRecord, Record};
+use super::{DocHash, DocPair, KeyDoc, ProbeRecord, Record};
 
 /// Reads the run file at `path` to its end (or first error) as each record kind.
 pub fn read_run(path: &Path) -> usize {
-    read::<KeyDoc>(path) + read::<DocPair>(path) + read::<ProbeRecord>(path)
+    read::<KeyDoc>(path) + read::<DocPair>(path) + read::<ProbeRecord>(path) + read::<DocHash>(path)
 }
 
 fn read<R: Record>(path: &Path) -> usize {

@@ -19,6 +19,7 @@ pub mod fuzz;
 mod merge;
 mod record;
 mod run;
+mod spool;
 
 use std::path::PathBuf;
 
@@ -26,8 +27,9 @@ use rayon::slice::ParallelSliceMut;
 
 use crate::error::{Error, IoResultExt, Result};
 pub use merge::SortedStream;
-pub use record::{DocPair, KeyDoc, ProbeRecord, Record};
+pub use record::{DocHash, DocPair, KeyDoc, ProbeRecord, Record};
 pub use run::remove_stale_runs;
+pub use spool::{Spool, SpoolFile, SpoolReader};
 
 /// The default memory budget of sorts and joins: a quarter of physical memory (from
 /// /proc/meminfo), at least 64 MiB; 1 GiB when it cannot be read.

@@ -18,7 +18,8 @@ pub trait Record: Copy + Ord + Send + Sync + 'static {
     /// Encoded width in bytes (> 0).
     const SIZE: usize;
     /// Record kind stored in the run-file header, so a run of one kind is never read as another.
-    /// 1 = [`KeyDoc`], 2 = [`DocPair`], 4 = [`ProbeRecord`] (3 is the join's verified pair);
+    /// 1 = [`KeyDoc`], 2 = [`DocPair`], 4 = [`ProbeRecord`], 5 = [`DocHash`] (3 is the join's
+    /// verified pair);
     /// other implementors pick an unused value.
     const KIND: u32;
     /// Writes the record into `out[..SIZE]`.
@@ -132,6 +133,35 @@ impl Record for DocPair {
         DocPair {
             a: LittleEndian::read_u32(&bytes[0..4]),
             b: LittleEndian::read_u32(&bytes[4..8]),
+        }
+    }
+}
+
+/// A 64-bit value of a document, spooled in doc-id order (`Spool`: a batch's simhashes until
+/// the method tables are written). Order: doc, then hash.
+///
+/// Encoding (12 bytes): `doc: u32 LE`, `hash: u64 LE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct DocHash {
+    pub doc: u32,
+    pub hash: u64,
+}
+
+impl Record for DocHash {
+    const SIZE: usize = 12;
+    const KIND: u32 = 5;
+
+    #[inline]
+    fn encode(&self, out: &mut [u8]) {
+        LittleEndian::write_u32(&mut out[0..4], self.doc);
+        LittleEndian::write_u64(&mut out[4..12], self.hash);
+    }
+
+    #[inline]
+    fn decode(bytes: &[u8]) -> Self {
+        DocHash {
+            doc: LittleEndian::read_u32(&bytes[0..4]),
+            hash: LittleEndian::read_u64(&bytes[4..12]),
         }
     }
 }

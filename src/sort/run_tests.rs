@@ -145,6 +145,31 @@ fn probe_record_run_matches_golden_bytes_in_spec() {
     assert!(read_all::<ProbeRecord>(keydocs.file.path()).is_err());
 }
 
+#[test]
+fn doc_hash_run_matches_golden_bytes_in_spec() {
+    use crate::sort::DocHash;
+    let dir = tempfile::tempdir().unwrap();
+    let recs = [
+        DocHash { doc: 1, hash: 2 },
+        DocHash {
+            doc: 0x0100,
+            hash: 0x8000_0000_0000_0001,
+        },
+    ];
+    let run = write_run(dir.path(), &recs, 2);
+    let bytes = std::fs::read(run.file.path()).unwrap();
+    assert_eq!(
+        bytes,
+        spec_golden_named("golden-kind5"),
+        "writer output differs from format-spec/sort-run.md (kind 5)"
+    );
+    assert_eq!(read_all::<DocHash>(run.file.path()).unwrap(), recs);
+    assert!(
+        read_all::<KeyDoc>(run.file.path()).is_err(),
+        "same size, other kind"
+    );
+}
+
 // Damage is applied in place (pwrite / set_len): rewriting a file from scratch costs
 // milliseconds on ext4, which over a thousand cases would dominate the test run.
 
