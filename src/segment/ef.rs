@@ -492,11 +492,49 @@ impl<'a> EfView<'a> {
                 }
             }
         }
+        // Word by word, visiting the one bits (values) and, among the zero bits, only those
+        // with a sample (every SAMPLE-th zero: at most one a word), in bit order, so the
+        // first problem found is the one a bit-by-bit walk would find.
         let (mut prev, mut one_i, mut zero_j) = (None::<u64>, 0usize, 0usize);
-        let (mut pos, mut i) = (0usize, 0usize);
+        let mut i = 0usize;
         let samples_at = high_at + lay.high_bytes;
-        while pos < lay.high_bits {
-            if read_bits(self.high, pos, 1) == 1 {
+        let words = lay.high_bits.div_ceil(64);
+        for w in 0..words {
+            let base = w * 64;
+            let valid = if base + 64 <= lay.high_bits {
+                u64::MAX
+            } else {
+                (1u64 << (lay.high_bits - base)) - 1
+            };
+            let word = self.word(w) & valid;
+            // The sampled zero in this word, if any: zero number `zero_j * SAMPLE`.
+            let mut zero_at = None;
+            if !self.zeros.is_empty() {
+                let zeros_before = base - i;
+                let free = !word & valid;
+                let target = zero_j * SAMPLE;
+                if target >= zeros_before && target - zeros_before < free.count_ones() as usize {
+                    let k = (target - zeros_before) as u32;
+                    zero_at = Some(base + select_in_word(free, k) as usize);
+                }
+            }
+            let mut check_zero = |upto: usize, zero_at: &mut Option<usize>| match *zero_at {
+                Some(zpos) if zpos < upto => {
+                    *zero_at = None;
+                    if Self::sample(self.zeros, zero_j) != Some(zpos) {
+                        let at = samples_at + 4 * (lay.ones_samples + zero_j);
+                        return Err((at, "bad zero sample".to_string()));
+                    }
+                    zero_j += 1;
+                    Ok(())
+                }
+                _ => Ok(()),
+            };
+            let mut bits = word;
+            while bits != 0 {
+                let pos = base + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                check_zero(pos, &mut zero_at)?;
                 if !self.ones.is_empty() && i % SAMPLE == 0 {
                     if Self::sample(self.ones, one_i) != Some(pos) {
                         return Err((samples_at + 4 * one_i, "bad one sample".into()));
@@ -509,17 +547,8 @@ impl<'a> EfView<'a> {
                 }
                 prev = Some(v);
                 i += 1;
-            } else {
-                let j = pos - i;
-                if !self.zeros.is_empty() && j % SAMPLE == 0 {
-                    if Self::sample(self.zeros, zero_j) != Some(pos) {
-                        let at = samples_at + 4 * (lay.ones_samples + zero_j);
-                        return Err((at, "bad zero sample".into()));
-                    }
-                    zero_j += 1;
-                }
             }
-            pos += 1;
+            check_zero(usize::MAX, &mut zero_at)?;
         }
         if lay.n > 0 && prev != Some(max) {
             return Err((high_at, format!("last value {prev:?} is not {max}")));
