@@ -45,10 +45,17 @@ use super::plan::{Pair, PairsConfig, PairsStats};
 /// Probing documents handled per parallel step of phase 1.
 const PROBE_BLOCK: u32 = 4096;
 /// Candidates verified per parallel step of phase 3 (extended to the end of a partner group).
-const VERIFY_CHUNK: usize = 1 << 16;
-/// Stored-list entries (features) read for one verification chunk at most (cut at a partner
-/// boundary): the chunk's lists and their mapped hashes, 16 bytes an entry, ~32 MiB.
-const VERIFY_LISTS: u64 = 2 << 20;
+const VERIFY_CHUNK: usize = 1 << 20;
+/// Stored-list entries (features) one verification chunk reads at most (cut at a partner
+/// boundary), as a share of the memory budget: the chunk's lists and their mapped hashes
+/// cost up to 20 bytes an entry (list, hashes, the bulk mapping's order), and an eighth of
+/// `--mem` goes to them; within [`VERIFY_LISTS_MIN`, `VERIFY_LISTS_MAX`]. The more ranks of
+/// one segment a chunk maps at once, the more of them each POSTINGS block serves.
+fn verify_lists(mem_bytes: u64) -> u64 {
+    (mem_bytes / 8 / 20).clamp(VERIFY_LISTS_MIN, VERIFY_LISTS_MAX)
+}
+const VERIFY_LISTS_MIN: u64 = 1 << 18;
+const VERIFY_LISTS_MAX: u64 = 8 << 20;
 /// Pairs handed to the caller at once.
 const EMIT_BLOCK: usize = 1 << 16;
 
@@ -404,22 +411,30 @@ pub fn join_pairs(
         }
         Ok::<u64, Error>(n)
     };
-    // Stored-list entries a chunk may read (partners, and probers counted per candidate).
+    // Stored-list entries the chunk reads: partners, and the probers within their size
+    // bounds, counted per candidate (an upper bound).
+    let max_listed = verify_lists(sort.mem_bytes);
     let mut listed = 0u64;
     for c in cands {
         let c = c?;
         // Cut chunks at partner boundaries so each partner's list is read once.
         let new_partner = chunk.last().is_none_or(|l| l.a != c.a);
-        if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= VERIFY_LISTS) {
+        if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= max_listed) {
             stats.candidates += verify_chunk(&chunk, &mut found)?;
             chunk.clear();
             listed = 0;
             release_all(view);
         }
+        let d_len = view.size(c.a) as usize;
         if new_partner {
-            listed += view.size(c.a) as u64;
+            listed += d_len as u64;
         }
-        listed += view.size(c.b) as u64;
+        let (lo, hi) = cfg
+            .sample
+            .size_bounds(cfg.threshold, view.size(c.b) as usize);
+        if lo <= d_len && d_len <= hi {
+            listed += view.size(c.b) as u64;
+        }
         chunk.push(c);
     }
     stats.candidates += verify_chunk(&chunk, &mut found)?;

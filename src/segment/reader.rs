@@ -490,9 +490,14 @@ impl Segment {
             return Err(bad(ranks[0], "in a segment without POSTINGS ranks"));
         };
         let total = starts[starts.len() - 1];
-        self.ranks_selected
-            .fetch_add(ranks.len() as u64, Ordering::Relaxed);
-        if let Some(keys) = self.cached_keys(starts, total) {
+        // The decoded keys when this segment has them; a bulk mapping does not count towards
+        // decoding them (by blocks it costs about what they would save).
+        if let Some(keys) = self
+            .key_cache
+            .get()
+            .and_then(|c| c.as_ref())
+            .map(|c| &c.keys[..])
+        {
             return gather(keys, ranks)
                 .map_err(|r| bad(r, &format!("is past the {total} POSTINGS keys")));
         }
