@@ -46,7 +46,17 @@ use super::plan::{sorts_budget, Pair, PairsConfig, PairsStats};
 /// Probing documents handled per parallel step of phase 1.
 const PROBE_BLOCK: u32 = 4096;
 /// Candidates verified per parallel step of phase 3 (extended to the end of a partner group).
-const VERIFY_CHUNK: usize = 1 << 16;
+const VERIFY_CHUNK: usize = 1 << 20;
+/// Stored-list entries (features) one verification chunk reads at most (cut at a partner
+/// boundary), as a share of the memory budget: the chunk's lists and their mapped hashes
+/// cost up to 20 bytes an entry (list, hashes, the bulk mapping's order), and an eighth of
+/// `--mem` goes to them; within [`VERIFY_LISTS_MIN`, `VERIFY_LISTS_MAX`]. The more ranks of
+/// one segment a chunk maps at once, the more of them each POSTINGS block serves.
+fn verify_lists(mem_bytes: u64) -> u64 {
+    (mem_bytes / 8 / 20).clamp(VERIFY_LISTS_MIN, VERIFY_LISTS_MAX)
+}
+const VERIFY_LISTS_MIN: u64 = 1 << 18;
+const VERIFY_LISTS_MAX: u64 = 8 << 20;
 /// Pairs handed to the caller at once.
 const EMIT_BLOCK: usize = 1 << 16;
 
@@ -274,44 +284,104 @@ pub fn join_pairs(
     let mut found = ExternalSorter::<PairRecord>::new(half)?;
     let mut chunk: Vec<DocPair> = Vec::with_capacity(VERIFY_CHUNK + 64);
     let verify_chunk = |chunk: &[DocPair], found: &mut ExternalSorter<PairRecord>| {
+        let by_order = crate::query::compares_by_order(cfg.sample);
+        let in_bounds = |d_len: usize, a: u32| {
+            let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, view.size(a) as usize);
+            lo <= d_len && d_len <= hi
+        };
+        // Every partner's and prober's stored list once; the hashes of those compared by
+        // hashes (a pair not within one format-3 segment) mapped in bulk, segment by segment
+        // (query::DocLists): each POSTINGS block read once for all of them.
+        let mut ids: Vec<u32> = Vec::with_capacity(chunk.len() * 2);
+        for g in chunk.chunk_by(|x, y| x.a == y.a) {
+            let d_len = view.size(g[0].a) as usize;
+            ids.push(g[0].a);
+            ids.extend(g.iter().filter(|c| in_bounds(d_len, c.b)).map(|c| c.b));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        let mut lists = crate::query::DocLists::read(view, ids)?;
+        let mut need = vec![false; lists.len()];
+        for g in chunk.chunk_by(|x, y| x.a == y.a) {
+            let Some(di) = lists.find(g[0].a) else {
+                continue;
+            };
+            let Some(sd) = lists.segment(di) else {
+                continue;
+            };
+            let ranked = view.segments[sd].seg.ranked_forward();
+            let d_len = lists.raw(di).len();
+            for c in g.iter().filter(|c| in_bounds(d_len, c.b)) {
+                let Some(ai) = lists.find(c.b) else { continue };
+                if !(by_order && ranked && lists.segment(ai) == Some(sd)) {
+                    need[di] = true;
+                    need[ai] = true;
+                }
+            }
+        }
+        lists.map_hashes(view, |i| need[i])?;
         let groups: Vec<&[DocPair]> = chunk.chunk_by(|x, y| x.a == y.a).collect();
+        let lists = &lists;
         let results: Vec<Result<(Vec<Pair>, u64)>> = groups
             .par_iter()
             .map_init(
-                || (Vec::new(), Vec::new(), Vec::new()),
-                |(xd, xa, rd), group| {
+                || (Vec::new(), Vec::new()),
+                |(xa, xd), group| {
                     let d = group[0].a;
                     let mut out = Vec::new();
                     let mut checked = 0u64;
-                    // d's stored list; its hashes only if a prober of another segment needs
-                    // them (one of d's own format-3 segment compares by ranks: query::verify).
-                    let Some(sd) = view.forward_raw_into(d, rd)? else {
+                    let Some(di) = lists.find(d) else {
                         return Ok((out, checked));
                     };
-                    let seg_d = &view.segments[sd].seg;
-                    let by_ranks =
-                        seg_d.ranked_forward() && crate::query::compares_by_order(cfg.sample);
-                    xd.clear();
+                    let Some(sd) = lists.segment(di) else {
+                        return Ok((out, checked));
+                    };
+                    let rd = lists.raw(di);
+                    let by_ranks = view.segments[sd].seg.ranked_forward() && by_order;
                     let m = rd.len();
                     for c in group.iter() {
                         let a = c.b;
-                        let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, view.size(a) as usize);
-                        if m < lo || m > hi {
+                        if !in_bounds(m, a) {
                             continue;
                         }
                         checked += 1;
-                        let Some(sa) = view.forward_raw_into(a, xa)? else {
-                            continue;
+                        // A prober the size estimate left out (its size unlike its list):
+                        // read here, as list by list did.
+                        let (sa, ra, ha) = match lists.find(a) {
+                            Some(ai) => match lists.segment(ai) {
+                                Some(sa) => (sa, lists.raw(ai), lists.hashes(ai)),
+                                None => continue,
+                            },
+                            None => {
+                                let Some(sa) = view.forward_raw_into(a, xa)? else {
+                                    continue;
+                                };
+                                (sa, &xa[..], None)
+                            }
                         };
                         let ov = if by_ranks && sa == sd {
-                            cfg.sample.verify(xa, rd, cfg.threshold)
+                            cfg.sample.verify(ra, rd, cfg.threshold)
                         } else {
-                            view.segments[sa].seg.ranks_to_keys(xa, 0)?;
-                            if xd.is_empty() {
-                                xd.extend_from_slice(rd);
-                                seg_d.ranks_to_keys(xd, 0)?;
-                            }
-                            cfg.sample.verify(xa, xd, cfg.threshold)
+                            let ha = match ha {
+                                Some(h) => h,
+                                None => {
+                                    let mut v = ra.to_vec();
+                                    view.segments[sa].seg.ranks_to_keys(&mut v, 0)?;
+                                    *xa = v;
+                                    &xa[..]
+                                }
+                            };
+                            let hd = match lists.hashes(di) {
+                                Some(h) => h,
+                                None => {
+                                    if xd.is_empty() {
+                                        xd.extend_from_slice(rd);
+                                        view.segments[sd].seg.ranks_to_keys(xd, 0)?;
+                                    }
+                                    &xd[..]
+                                }
+                            };
+                            cfg.sample.verify(ha, hd, cfg.threshold)
                         };
                         if let Some(ov) = ov {
                             let (x, y) = if a < d { (a, d) } else { (d, a) };
@@ -327,6 +397,7 @@ pub fn join_pairs(
                             });
                         }
                     }
+                    xd.clear();
                     Ok((out, checked))
                 },
             )
@@ -341,13 +412,29 @@ pub fn join_pairs(
         }
         Ok::<u64, Error>(n)
     };
+    // Stored-list entries the chunk reads: partners, and the probers within their size
+    // bounds, counted per candidate (an upper bound).
+    let max_listed = verify_lists(sort.mem_bytes);
+    let mut listed = 0u64;
     for c in cands {
         let c = c?;
         // Cut chunks at partner boundaries so each partner's list is read once.
-        if chunk.len() >= VERIFY_CHUNK && chunk.last().is_some_and(|l| l.a != c.a) {
+        let new_partner = chunk.last().is_none_or(|l| l.a != c.a);
+        if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= max_listed) {
             stats.candidates += verify_chunk(&chunk, &mut found)?;
             chunk.clear();
+            listed = 0;
             release_all(view);
+        }
+        let d_len = view.size(c.a) as usize;
+        if new_partner {
+            listed += d_len as u64;
+        }
+        let (lo, hi) = cfg
+            .sample
+            .size_bounds(cfg.threshold, view.size(c.b) as usize);
+        if lo <= d_len && d_len <= hi {
+            listed += view.size(c.b) as u64;
         }
         chunk.push(c);
     }

@@ -5,7 +5,7 @@ mod verify;
 
 pub use matcher::per_segment::{SegmentProbes, NEW_SEGMENTS};
 pub use matcher::{Match, Matcher, Scratch};
-pub use verify::{compares_by_order, verify_candidate, Own, VerifyCounts};
+pub use verify::{compares_by_order, verify_candidate, DocLists, Own, VerifyCounts};
 
 use serde::Serialize;
 

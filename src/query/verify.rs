@@ -81,3 +81,133 @@ pub fn verify_candidate(
     };
     Ok(ov)
 }
+
+/// The stored lists of many documents read at once (a join's verification chunk, a block of
+/// probing documents), with the feature hashes of those that need them mapped **in bulk**:
+/// the ranks of all such documents of one format-3 segment go through
+/// [`crate::segment::Segment::ranks_to_keys_bulk`] together, so each POSTINGS block is read
+/// once for all of them instead of once per rank (which is what decoding list after list does
+/// when the segment's keys are not cached: nearly every rank of a list lies in another block).
+#[derive(Default)]
+pub struct DocLists {
+    /// The documents, ascending, distinct.
+    ids: Vec<u32>,
+    /// Per document: index in `view.segments` of the segment holding it (`NONE`: none).
+    seg: Vec<u32>,
+    /// Per document: start of its stored list in `raw` (one more entry at the end).
+    raw_at: Vec<usize>,
+    raw: Vec<u64>,
+    /// Per document: where its hashes lie, `(segment buffer, start, end)`; `NONE` as the
+    /// buffer for "not mapped", `RAW` for "the stored list is the hashes" (formats 1 and 2).
+    hash_at: Vec<(u32, usize, usize)>,
+    /// Per segment: the mapped hashes of its documents, one after the other.
+    hashes: Vec<Vec<u64>>,
+}
+
+const NONE: u32 = u32::MAX;
+const RAW: u32 = u32::MAX - 1;
+
+impl DocLists {
+    /// Reads the stored lists of `ids` (ascending, distinct) in parallel; no hash mapped yet.
+    pub fn read(view: &View, ids: Vec<u32>) -> Result<DocLists> {
+        use rayon::prelude::*;
+        debug_assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        let parts: Vec<Result<(Vec<u32>, Vec<usize>, Vec<u64>)>> = ids
+            .par_chunks(256)
+            .map_init(Vec::new, |buf, chunk| {
+                let (mut seg, mut lens, mut flat) = (Vec::new(), Vec::new(), Vec::new());
+                for &d in chunk {
+                    match view.forward_raw_into(d, buf)? {
+                        Some(si) => seg.push(si as u32),
+                        None => seg.push(NONE),
+                    }
+                    lens.push(buf.len());
+                    flat.extend_from_slice(buf);
+                }
+                Ok((seg, lens, flat))
+            })
+            .collect();
+        let mut out = DocLists {
+            seg: Vec::with_capacity(ids.len()),
+            raw_at: Vec::with_capacity(ids.len() + 1),
+            hash_at: vec![(NONE, 0, 0); ids.len()],
+            ids,
+            ..Default::default()
+        };
+        out.raw_at.push(0);
+        for p in parts {
+            let (seg, lens, flat) = p?;
+            out.seg.extend(seg);
+            for l in lens {
+                let last = out.raw_at[out.raw_at.len() - 1];
+                out.raw_at.push(last + l);
+            }
+            out.raw.extend(flat);
+        }
+        Ok(out)
+    }
+
+    /// How many documents were read.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether no document was read.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Position of `doc` among the documents read, if it is one of them.
+    pub fn find(&self, doc: u32) -> Option<usize> {
+        self.ids.binary_search(&doc).ok()
+    }
+
+    /// The segment holding document `i` (None: no live segment does; its lists are empty).
+    pub fn segment(&self, i: usize) -> Option<usize> {
+        (self.seg[i] != NONE).then_some(self.seg[i] as usize)
+    }
+
+    /// Document `i`'s list as stored (ranks in a format-3 segment).
+    pub fn raw(&self, i: usize) -> &[u64] {
+        &self.raw[self.raw_at[i]..self.raw_at[i + 1]]
+    }
+
+    /// Document `i`'s feature hashes, if [`DocLists::map_hashes`] mapped them.
+    pub fn hashes(&self, i: usize) -> Option<&[u64]> {
+        match self.hash_at[i] {
+            (NONE, _, _) => None,
+            (RAW, _, _) => Some(self.raw(i)),
+            (b, lo, hi) => Some(&self.hashes[b as usize][lo..hi]),
+        }
+    }
+
+    /// Maps the hashes of every document `i` with `need(i)`: per format-3 segment, all their
+    /// ranks in one bulk pass (segments in parallel); formats 1 and 2 store the hashes.
+    pub fn map_hashes(&mut self, view: &View, need: impl Fn(usize) -> bool) -> Result<()> {
+        use rayon::prelude::*;
+        let segs = view.segments.len();
+        self.hashes.resize(segs, Vec::new());
+        // What earlier calls mapped stays as it is; only what this call adds is mapped.
+        let done: Vec<usize> = self.hashes.iter().map(|b| b.len()).collect();
+        for i in 0..self.ids.len() {
+            let Some(si) = self.segment(i) else { continue };
+            if !need(i) || self.hash_at[i].0 != NONE {
+                continue;
+            }
+            if !view.segments[si].seg.ranked_forward() {
+                self.hash_at[i] = (RAW, 0, 0);
+                continue;
+            }
+            let buf = &mut self.hashes[si];
+            let lo = buf.len();
+            buf.extend_from_slice(&self.raw[self.raw_at[i]..self.raw_at[i + 1]]);
+            self.hash_at[i] = (si as u32, lo, buf.len());
+        }
+        self.hashes
+            .par_iter_mut()
+            .enumerate()
+            .filter(|(si, b)| b.len() > done[*si])
+            .map(|(si, b)| view.segments[si].seg.ranks_to_keys_bulk(&mut b[done[si]..]))
+            .collect::<Result<()>>()
+    }
+}

@@ -172,6 +172,16 @@ impl<'a> BlockView<'a> {
         }
     }
 
+    /// [`BlockView::validate`] of what a key lookup by position reads: the first/last keys
+    /// and the key sequence of a version-2 block (its value ends are left to a full check);
+    /// a version-1 block in full.
+    pub fn validate_keys(&self, first_key: u64, last_key: u64) -> Result<(), (usize, String)> {
+        match self {
+            BlockView::V1(v) => v.validate(first_key, last_key),
+            BlockView::V2(v) => v.validate_keys(first_key, last_key),
+        }
+    }
+
     #[inline]
     pub fn len(&self) -> usize {
         match self {
@@ -513,16 +523,22 @@ impl<'a> V2View<'a> {
         })
     }
 
-    /// Checks both sequences (keys strictly increasing, ends non-decreasing and ending at the
-    /// values length, samples) and the first/last keys recorded in the block index.
-    pub fn validate(&self, first_key: u64, last_key: u64) -> Result<(), (usize, String)> {
+    /// The first half of [`V2View::validate`]: the first/last keys recorded in the block index
+    /// and the key sequence (strictly increasing, samples).
+    pub fn validate_keys(&self, first_key: u64, last_key: u64) -> Result<(), (usize, String)> {
         if self.first_key != first_key || self.first_key.checked_add(self.span) != Some(last_key) {
             return Err((8, "keys disagree with the block index".to_string()));
         }
-        let keys_at = V2_HEADER_LEN;
         self.keys
             .validate(self.span, true)
-            .map_err(|(o, r)| (keys_at + o, format!("keys: {r}")))?;
+            .map_err(|(o, r)| (V2_HEADER_LEN + o, format!("keys: {r}")))
+    }
+
+    /// Checks both sequences (keys strictly increasing, ends non-decreasing and ending at the
+    /// values length, samples) and the first/last keys recorded in the block index.
+    pub fn validate(&self, first_key: u64, last_key: u64) -> Result<(), (usize, String)> {
+        self.validate_keys(first_key, last_key)?;
+        let keys_at = V2_HEADER_LEN;
         let ends_at = keys_at + self.keys.layout().bytes().unwrap_or(0);
         self.ends
             .validate(self.values.len() as u64, false)

@@ -492,34 +492,85 @@ impl<'a> EfView<'a> {
                 }
             }
         }
+        // Word by word, visiting the one bits (values) and, among the zero bits, only those
+        // with a sample (every SAMPLE-th zero: at most one a word), in bit order, so the
+        // first problem found is the one a bit-by-bit walk would find.
         let (mut prev, mut one_i, mut zero_j) = (None::<u64>, 0usize, 0usize);
-        let (mut pos, mut i) = (0usize, 0usize);
+        let mut i = 0usize;
         let samples_at = high_at + lay.high_bytes;
-        while pos < lay.high_bits {
-            if read_bits(self.high, pos, 1) == 1 {
-                if !self.ones.is_empty() && i % SAMPLE == 0 {
-                    if Self::sample(self.ones, one_i) != Some(pos) {
-                        return Err((samples_at + 4 * one_i, "bad one sample".into()));
-                    }
-                    one_i += 1;
-                }
-                let v = (((pos - i) as u64) << lay.l) | self.low(i);
-                if prev.is_some_and(|p| p > v || (strict && p == v)) {
-                    return Err((high_at + pos / 8, format!("value {v} does not increase")));
-                }
-                prev = Some(v);
-                i += 1;
+        let words = lay.high_bits.div_ceil(64);
+        // Low bits of value i read as one word while 8 bytes are there (as `decode_into`).
+        let l = lay.l;
+        let fast_until = if l <= 56 {
+            (self.low.len().saturating_sub(8) * 8) / (l.max(1) as usize)
+        } else {
+            0
+        };
+        let mask = if l == 0 { 0 } else { u64::MAX >> (64 - l) };
+        let low = |i: usize| {
+            if l == 0 {
+                0
+            } else if i < fast_until {
+                let bit = i * l as usize;
+                let b = bit / 8;
+                let w = u64::from_le_bytes(self.low[b..b + 8].try_into().unwrap_or([0; 8]));
+                (w >> (bit % 8)) & mask
             } else {
-                let j = pos - i;
-                if !self.zeros.is_empty() && j % SAMPLE == 0 {
-                    if Self::sample(self.zeros, zero_j) != Some(pos) {
-                        let at = samples_at + 4 * (lay.ones_samples + zero_j);
-                        return Err((at, "bad zero sample".into()));
-                    }
-                    zero_j += 1;
+                self.low(i)
+            }
+        };
+        for w in 0..words {
+            let base = w * 64;
+            let valid = if base + 64 <= lay.high_bits {
+                u64::MAX
+            } else {
+                (1u64 << (lay.high_bits - base)) - 1
+            };
+            let word = self.word(w) & valid;
+            // The sampled zero in this word, if any: zero number `zero_j * SAMPLE`.
+            let mut zero_at = None;
+            if !self.zeros.is_empty() {
+                let zeros_before = base - i;
+                let free = !word & valid;
+                let target = zero_j * SAMPLE;
+                if target >= zeros_before && target - zeros_before < free.count_ones() as usize {
+                    let k = (target - zeros_before) as u32;
+                    zero_at = Some(base + select_in_word(free, k) as usize);
                 }
             }
-            pos += 1;
+            // The ones below the sampled zero, the zero, then the ones above it.
+            let below = match zero_at {
+                Some(z) if z > base => word & (u64::MAX >> (64 - (z - base))),
+                _ => 0,
+            };
+            let mut ones = |mut bits: u64| {
+                while bits != 0 {
+                    let pos = base + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    if !self.ones.is_empty() && i % SAMPLE == 0 {
+                        if Self::sample(self.ones, one_i) != Some(pos) {
+                            return Err((samples_at + 4 * one_i, "bad one sample".to_string()));
+                        }
+                        one_i += 1;
+                    }
+                    let v = (((pos - i) as u64) << lay.l) | low(i);
+                    if prev.is_some_and(|p| p > v || (strict && p == v)) {
+                        return Err((high_at + pos / 8, format!("value {v} does not increase")));
+                    }
+                    prev = Some(v);
+                    i += 1;
+                }
+                Ok(())
+            };
+            ones(below)?;
+            if let Some(zpos) = zero_at {
+                if Self::sample(self.zeros, zero_j) != Some(zpos) {
+                    let at = samples_at + 4 * (lay.ones_samples + zero_j);
+                    return Err((at, "bad zero sample".to_string()));
+                }
+                zero_j += 1;
+            }
+            ones(word & !below)?;
         }
         if lay.n > 0 && prev != Some(max) {
             return Err((high_at, format!("last value {prev:?} is not {max}")));

@@ -151,6 +151,20 @@ pub fn ranked_forward(dir: &Path, bytes: &[u8]) -> usize {
         let want: Vec<u64> = ranks.iter().map(|&r| keys[r]).collect();
         assert_eq!(out, want, "doc {d}: ranks mapped back to keys");
     }
+    // Many lists at once, in no order (the last document's first): mapped by blocks and
+    // through whatever the key cache holds, the keys of the lists one by one.
+    let mut all: Vec<u64> = docs.iter().rev().flatten().map(|&r| r as u64).collect();
+    let want: Vec<u64> = all.iter().map(|&r| keys[r as usize]).collect();
+    let mut by_blocks = all.clone();
+    seg.ranks_to_keys_by_blocks(&mut by_blocks)
+        .expect("ranks_to_keys_by_blocks");
+    assert_eq!(by_blocks, want, "ranks mapped by blocks");
+    seg.ranks_to_keys_bulk(&mut all)
+        .expect("ranks_to_keys_bulk");
+    assert_eq!(all, want, "ranks mapped in bulk");
+    let mut past = vec![0, keys.len() as u64];
+    let e = seg.ranks_to_keys_by_blocks(&mut past).unwrap_err();
+    assert!(e.is_corruption(), "{e}");
     drop(seg);
     let _ = std::fs::remove_file(&path);
     keys.len()

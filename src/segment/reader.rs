@@ -471,6 +471,138 @@ impl Segment {
             })
     }
 
+    /// Format 3: replaces every rank in `ranks` (ranks of this segment's POSTINGS keys in any
+    /// order, e.g. the FORWARD lists of many documents one after the other) by the key it
+    /// stands for, as [`Segment::ranks_to_keys`] does list by list. With the decoded keys in
+    /// memory that is a gather; without them the ranks are first ordered by POSTINGS block (a
+    /// counting sort through a rank directory), then each block is located and its key sequence
+    /// read once for all the ranks it holds (one select each, or one sequential decode of the
+    /// block when they are many), instead of once per rank, at random, as list by list does.
+    /// Nothing to do for formats 1 and 2.
+    pub fn ranks_to_keys_bulk(&self, ranks: &mut [u64]) -> Result<()> {
+        if !self.ranked_forward() || ranks.is_empty() {
+            return Ok(());
+        }
+        let bad = |r: u64, what: &str| {
+            Error::corrupt(&self.path, 0, format!("forward list: rank {r} {what}"))
+        };
+        let Some(starts) = self.rank_starts()? else {
+            return Err(bad(ranks[0], "in a segment without POSTINGS ranks"));
+        };
+        let total = starts[starts.len() - 1];
+        // The decoded keys when this segment has them; a bulk mapping does not count towards
+        // decoding them (by blocks it costs about what they would save).
+        if let Some(keys) = self
+            .key_cache
+            .get()
+            .and_then(|c| c.as_ref())
+            .map(|c| &c.keys[..])
+        {
+            return gather(keys, ranks)
+                .map_err(|r| bad(r, &format!("is past the {total} POSTINGS keys")));
+        }
+        self.ranks_to_keys_by_blocks(ranks)
+    }
+
+    /// [`Segment::ranks_to_keys_bulk`] by blocks, never through the decoded keys (tests and
+    /// the fuzz target use it to check that path whatever the key cache holds).
+    pub fn ranks_to_keys_by_blocks(&self, ranks: &mut [u64]) -> Result<()> {
+        if !self.ranked_forward() || ranks.is_empty() {
+            return Ok(());
+        }
+        let bad = |r: u64, what: &str| {
+            Error::corrupt(&self.path, 0, format!("forward list: rank {r} {what}"))
+        };
+        let (Some(starts), Some(t)) = (self.rank_starts()?, self.table(super::POSTINGS)) else {
+            return Err(bad(ranks[0], "in a segment without POSTINGS ranks"));
+        };
+        let total = starts[starts.len() - 1];
+        let blocks = starts.len() - 1;
+        // Rank directory: the block of rank `j << shift`, about four entries a block.
+        let per_block = (total / blocks.max(1) as u64).max(1);
+        let shift = (per_block / 4).max(1).ilog2();
+        let mut dir = Vec::with_capacity((total >> shift) as usize + 1);
+        let mut b = 0usize;
+        for j in 0..=(total >> shift) {
+            let r = j << shift;
+            while b + 1 < blocks && starts[b + 1] <= r {
+                b += 1;
+            }
+            dir.push(b as u32);
+        }
+        let block_of = |r: u64| {
+            let mut b = dir[(r >> shift) as usize] as usize;
+            while starts[b + 1] <= r {
+                b += 1;
+            }
+            b
+        };
+        // Counting sort of the positions by block.
+        let mut at = vec![0u32; blocks + 1];
+        for &r in ranks.iter() {
+            if r >= total {
+                return Err(bad(r, &format!("is past the {total} POSTINGS keys")));
+            }
+            at[block_of(r) + 1] += 1;
+        }
+        for b in 0..blocks {
+            at[b + 1] += at[b];
+        }
+        let mut order = vec![0u32; ranks.len()];
+        let mut fill = at.clone();
+        for (i, &r) in ranks.iter().enumerate() {
+            let b = block_of(r);
+            order[fill[b] as usize] = i as u32;
+            fill[b] += 1;
+        }
+        drop(fill);
+        let slots = self
+            .rank_blocks
+            .get_or_init(|| (0..t.blocks.len()).map(|_| OnceLock::new()).collect());
+        let mut decoded: Vec<u64> = Vec::new();
+        for bi in 0..blocks {
+            let here = &order[at[bi] as usize..at[bi + 1] as usize];
+            if here.is_empty() {
+                continue;
+            }
+            let (lo, hi) = (starts[bi], starts[bi + 1]);
+            let ks = match slots.get(bi).and_then(|k| k.get()) {
+                Some(ks) => *ks,
+                None => {
+                    let ks = self.key_seq(t, bi, hi - lo)?;
+                    if let Some(slot) = slots.get(bi) {
+                        let _ = slot.set(ks);
+                    }
+                    ks
+                }
+            };
+            let bytes = self.map.get(ks.at..).unwrap_or(&[]);
+            let (ef, _) = EfView::with_layout(bytes, ks.lay).ok_or_else(|| {
+                Error::corrupt(&self.path, ks.at as u64, "POSTINGS keys out of range")
+            })?;
+            if here.len() as u64 * 8 >= hi - lo {
+                // Many ranks in this block: one sequential decode of its keys.
+                decoded.clear();
+                ef.decode_into(ks.first_key, &mut decoded);
+                for &i in here {
+                    let r = ranks[i as usize];
+                    ranks[i as usize] = *decoded
+                        .get((r - lo) as usize)
+                        .ok_or_else(|| bad(r, "has no key"))?;
+                }
+            } else {
+                for &i in here {
+                    let r = ranks[i as usize];
+                    let k = ef
+                        .get((r - lo) as usize)
+                        .ok_or_else(|| bad(r, "has no key"))?;
+                    ranks[i as usize] = ks.first_key.wrapping_add(k);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Appends to `out` the ranks among this segment's POSTINGS keys of those of the sorted,
     /// unique hashes `keys` that it holds (ascending; an absent hash gets none, and no
     /// document of this segment holds it). Format 3 only (empty otherwise). One POSTINGS
@@ -723,7 +855,7 @@ impl Segment {
     /// POSTINGS block `bi`, checked (crc, structure) and holding `count` keys (its share of
     /// the ranks), as the location of its key sequence.
     fn key_seq(&self, t: &Table, bi: usize, count: u64) -> Result<KeySeq> {
-        let view = self.block(t, bi)?;
+        let view = self.block_keys(t, bi)?;
         let off = t.blocks[bi].offset;
         if view.len() as u64 != count {
             return Err(Error::corrupt(
@@ -777,6 +909,18 @@ impl Segment {
 
     /// Block `bi` of `t`, checked on first use.
     pub(super) fn block<'s>(&'s self, t: &Table, bi: usize) -> Result<BlockView<'s>> {
+        self.block_checked(t, bi, false)
+    }
+
+    /// Block `bi` of `t` for a lookup of its keys by position alone (format 3's rank
+    /// mapping), which reads no value: unless the whole block was checked already, its crc
+    /// and the structure of its key sequence are checked (not its value ends), and the block
+    /// is not marked checked, so a read of its values still checks it whole.
+    fn block_keys<'s>(&'s self, t: &Table, bi: usize) -> Result<BlockView<'s>> {
+        self.block_checked(t, bi, true)
+    }
+
+    fn block_checked<'s>(&'s self, t: &Table, bi: usize, keys_only: bool) -> Result<BlockView<'s>> {
         let b = t
             .blocks
             .get(bi)
@@ -794,6 +938,9 @@ impl Segment {
             if let Ok(view) = BlockView::parse_version(bytes, self.version) {
                 return Ok(view);
             }
+        }
+        if keys_only {
+            return check_block_as(&self.path, b, bytes, self.version, true);
         }
         let view = check_block(&self.path, b, bytes, self.version)?;
         if let Some(f) = flags {
@@ -865,6 +1012,18 @@ pub(super) fn check_block<'a>(
     bytes: &'a [u8],
     version: u32,
 ) -> Result<BlockView<'a>> {
+    check_block_as(path, b, bytes, version, false)
+}
+
+/// [`check_block`], or with `keys_only` the crc and the structure of the key sequence alone
+/// (`BlockView::validate_keys`: for a lookup of keys by position, which reads no value).
+fn check_block_as<'a>(
+    path: &Path,
+    b: &BlockRef,
+    bytes: &'a [u8],
+    version: u32,
+    keys_only: bool,
+) -> Result<BlockView<'a>> {
     let computed = crc32fast::hash(bytes);
     if computed != b.crc {
         return Err(Error::ChecksumMismatch {
@@ -878,7 +1037,11 @@ pub(super) fn check_block<'a>(
         Error::corrupt(path, b.offset + off as u64, format!("block: {reason}"))
     };
     let view = BlockView::parse_version(bytes, version).map_err(at)?;
-    view.validate(b.first_key, b.last_key).map_err(at)?;
+    if keys_only {
+        view.validate_keys(b.first_key, b.last_key).map_err(at)?;
+    } else {
+        view.validate(b.first_key, b.last_key).map_err(at)?;
+    }
     Ok(view)
 }
 
