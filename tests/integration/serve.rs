@@ -253,6 +253,21 @@ fn query(addr: SocketAddr, page: &[u8], args: &str) -> Value {
     a.json()
 }
 
+/// A query answer's matches as key -> resemblance (six decimals, as the CLI prints it).
+fn resemblances(v: &Value) -> BTreeMap<String, String> {
+    v["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["key"].as_str().unwrap().to_owned(),
+                format!("{:.6}", m["resemblance"].as_f64().unwrap()),
+            )
+        })
+        .collect()
+}
+
 fn insert(addr: SocketAddr, key: &str, page: &[u8]) -> Answer {
     http(
         addr,
@@ -330,17 +345,7 @@ fn queries_inserts_and_deletes_agree_with_the_cli() {
     for p in pages.iter().take(30) {
         let key = p.file_name().unwrap().to_str().unwrap();
         let v = query(srv.addr, &std::fs::read(p).unwrap(), "threshold=0.5&top=0");
-        let got: BTreeMap<String, String> = v["matches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| {
-                (
-                    m["key"].as_str().unwrap().to_owned(),
-                    format!("{:.6}", m["resemblance"].as_f64().unwrap()),
-                )
-            })
-            .collect();
+        let got = resemblances(&v);
         assert_eq!(
             got.get(key).map(String::as_str),
             Some("1.000000"),
@@ -1111,17 +1116,7 @@ fn background_merges_keep_answers_and_few_segments() {
     for p in pages.iter().skip(1).step_by(3) {
         let key = p.file_name().unwrap().to_str().unwrap().to_owned();
         let v = query(srv.addr, &std::fs::read(p).unwrap(), "threshold=0.5&top=0");
-        let got: BTreeMap<String, String> = v["matches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| {
-                (
-                    m["key"].as_str().unwrap().to_owned(),
-                    format!("{:.6}", m["resemblance"].as_f64().unwrap()),
-                )
-            })
-            .collect();
+        let got = resemblances(&v);
         answers.push((key, got));
     }
     let metrics = http(srv.addr, "GET", "/metrics", &[], b"").text();
