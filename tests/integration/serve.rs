@@ -268,6 +268,28 @@ fn resemblances(v: &Value) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A query of an indexed page finds the page itself at resemblance 1 and, besides it, exactly
+/// the partners the CLI's `pairs` gives it (`partners`: key -> partner -> resemblance).
+fn assert_self_and_partners(
+    key: &str,
+    got: &BTreeMap<String, String>,
+    partners: &HashMap<String, BTreeMap<String, String>>,
+    context: &dyn std::fmt::Display,
+) {
+    assert_eq!(
+        got.get(key).map(String::as_str),
+        Some("1.000000"),
+        "{key}: {context}"
+    );
+    let mut others = got.clone();
+    others.remove(key);
+    assert_eq!(
+        others,
+        partners.get(key).cloned().unwrap_or_default(),
+        "partners of {key}"
+    );
+}
+
 fn insert(addr: SocketAddr, key: &str, page: &[u8]) -> Answer {
     http(
         addr,
@@ -313,6 +335,17 @@ fn verify_clean(index: &Path) {
     );
 }
 
+/// A fresh index (`idx` in a new temporary directory) holding `n` generated pages as batch
+/// `b1`; returns the directory, the index path and the pages.
+fn indexed_pages(name: &str, n: usize, seed: u64) -> (tempfile::TempDir, PathBuf, Vec<PathBuf>) {
+    let tmp = temp_dir(name);
+    let index = tmp.path().join("idx");
+    let base = tmp.path().join("base");
+    let pages = write_pages(&base, "p", n, seed);
+    ingest(&index, &base, "b1");
+    (tmp, index, pages)
+}
+
 fn ingest(index: &Path, dir: &Path, batch: &str) {
     cli(&[
         "ingest",
@@ -327,11 +360,7 @@ fn ingest(index: &Path, dir: &Path, batch: &str) {
 
 #[test]
 fn queries_inserts_and_deletes_agree_with_the_cli() {
-    let tmp = temp_dir("serve-basic");
-    let index = tmp.path().join("idx");
-    let base = tmp.path().join("base");
-    let pages = write_pages(&base, "p", 120, 7);
-    ingest(&index, &base, "b1");
+    let (tmp, index, pages) = indexed_pages("serve-basic", 120, 7);
     let partners = cli_partners(&index, "0.5");
     assert!(
         partners.len() >= 40,
@@ -346,18 +375,7 @@ fn queries_inserts_and_deletes_agree_with_the_cli() {
         let key = p.file_name().unwrap().to_str().unwrap();
         let v = query(srv.addr, &std::fs::read(p).unwrap(), "threshold=0.5&top=0");
         let got = resemblances(&v);
-        assert_eq!(
-            got.get(key).map(String::as_str),
-            Some("1.000000"),
-            "{key}: {v}"
-        );
-        let mut others = got.clone();
-        others.remove(key);
-        assert_eq!(
-            others,
-            partners.get(key).cloned().unwrap_or_default(),
-            "partners of {key}"
-        );
+        assert_self_and_partners(key, &got, &partners, &v);
         assert_eq!(v["exact_duplicate_of"].as_str(), Some(key));
         assert!(v["took_us"].as_u64().is_some());
         for m in v["matches"].as_array().unwrap() {
@@ -519,11 +537,7 @@ fn queries_inserts_and_deletes_agree_with_the_cli() {
 
 #[test]
 fn bad_requests_get_json_4xx_and_the_server_keeps_serving() {
-    let tmp = temp_dir("serve-bad");
-    let index = tmp.path().join("idx");
-    let base = tmp.path().join("base");
-    let pages = write_pages(&base, "p", 30, 11);
-    ingest(&index, &base, "b1");
+    let (_tmp, index, pages) = indexed_pages("serve-bad", 30, 11);
     let srv = Server::start(&index, &["--max-body", "1MiB", "--header-timeout", "1"]);
     let page = std::fs::read(&pages[0]).unwrap();
     let html = [("Content-Type", "text/html")];
@@ -685,11 +699,7 @@ fn bad_requests_get_json_4xx_and_the_server_keeps_serving() {
 
 #[test]
 fn tokens_guard_writes() {
-    let tmp = temp_dir("serve-token");
-    let index = tmp.path().join("idx");
-    let base = tmp.path().join("base");
-    let pages = write_pages(&base, "p", 10, 5);
-    ingest(&index, &base, "b1");
+    let (tmp, index, pages) = indexed_pages("serve-token", 10, 5);
     let page = std::fs::read(&pages[0]).unwrap();
 
     // No token on a non-loopback address: reads yes, writes no.
@@ -771,11 +781,7 @@ fn tokens_guard_writes() {
 
 #[test]
 fn another_process_ingest_is_seen_and_its_lock_gives_503() {
-    let tmp = temp_dir("serve-ext");
-    let index = tmp.path().join("idx");
-    let b1 = tmp.path().join("b1");
-    write_pages(&b1, "p", 20, 3);
-    ingest(&index, &b1, "b1");
+    let (tmp, index, _) = indexed_pages("serve-ext", 20, 3);
     let srv = Server::start(&index, &["--writer-idle", "0.3", "--write-wait", "0.5"]);
     // An insert takes the lock; after the idle time it is given back.
     let a = insert(
@@ -859,11 +865,7 @@ fn sigkill_during_concurrent_inserts_keeps_every_acknowledged_insert() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(4);
-    let tmp = temp_dir("serve-kill");
-    let index = tmp.path().join("idx");
-    let base = tmp.path().join("base");
-    write_pages(&base, "p", 50, 21);
-    ingest(&index, &base, "b1");
+    let (_tmp, index, _) = indexed_pages("serve-kill", 50, 21);
     let vocab: Vec<String> = (0..5000).map(|i| format!("k{i}z")).collect();
     let mut all_acked: Vec<String> = Vec::new();
     for round in 0..rounds {
@@ -1099,11 +1101,7 @@ fn the_view_after_an_add_answers_as_a_full_reload() {
 /// are the CLI's pairs of the final index, the segments stay few, and `verify` is clean.
 #[test]
 fn background_merges_keep_answers_and_few_segments() {
-    let tmp = temp_dir("serve-merge");
-    let index = tmp.path().join("idx");
-    let base = tmp.path().join("base");
-    write_pages(&base, "p", 30, 5);
-    ingest(&index, &base, "b1");
+    let (tmp, index, _) = indexed_pages("serve-merge", 30, 5);
     let news = tmp.path().join("news");
     let pages = write_pages(&news, "n", 150, 13);
     let srv = Server::start(&index, &["--fold-docs", "8"]);
@@ -1133,14 +1131,7 @@ fn background_merges_keep_answers_and_few_segments() {
 
     let partners = cli_partners(&index, "0.5");
     for (key, got) in &answers {
-        assert_eq!(got.get(key).map(String::as_str), Some("1.000000"), "{key}");
-        let mut others = got.clone();
-        others.remove(key);
-        assert_eq!(
-            others,
-            partners.get(key).cloned().unwrap_or_default(),
-            "partners of {key}"
-        );
+        assert_self_and_partners(key, got, &partners, key);
     }
     assert!(
         answers.iter().filter(|(_, g)| g.len() > 1).count() >= 10,
