@@ -109,14 +109,28 @@ impl Index {
         cfg.max_df = super::run_max_df(self, req.max_df);
         let sort = SortOptions::new(req.mem.unwrap_or_else(super::default_mem), self.tmp_dir());
         crate::segment::set_key_cache_budget(crate::segment::key_cache_share(sort.mem_bytes));
-        let matching = req.matching.resolve(view, &cfg, sort.mem_bytes);
+        // The planner's estimates go into the stats whatever the request (with a forced
+        // matching they say what `auto` would have chosen); they cost a sample of 256 documents.
+        let planned = pipeline::plan::plan(view, &cfg, 0..view.doc_ids(), 0, sort.mem_bytes);
+        let matching = match req.matching {
+            Matching::Auto => planned.choice,
+            m => m,
+        };
         if let (Some(m), Matching::Probe) = (req.mem, matching) {
             cfg.buffer_bytes = m; // probe's budget is its pair buffer
         }
         // Keys are looked up per block, never held for the whole index.
         let mut ids: Vec<u32> = Vec::new();
-        let stats =
-            pipeline::for_each_pair(matching, view, &cfg, &sort, 0..view.doc_ids(), 0, |block| {
+        let all = 0..view.doc_ids();
+        let stats = pipeline::for_each_pair_planned(
+            matching,
+            planned,
+            view,
+            &cfg,
+            &sort,
+            all,
+            0,
+            |block| {
                 ids.clear();
                 ids.extend(block.iter().flat_map(|p| [p.a, p.b]));
                 let keys = self.keys_of(&ids)?;
@@ -134,7 +148,8 @@ impl Index {
                     })?;
                 }
                 Ok(())
-            })?;
+            },
+        )?;
         Ok(Some(stats))
     }
 }

@@ -330,10 +330,27 @@ fn planner_estimates_blocks_from_the_covered_key_range() {
         );
         assert!(p.blocks < p.total_blocks as f64);
         read.push(s.blocks_read);
-        // Everything fits 64 MiB: probe. 4 KiB of budget for a segment many times larger: join.
-        assert_eq!(p.choice, Matching::Probe, "{p:?}");
+        // The work the planner expects of each matching, from the lists of a sample: within 2x
+        // of what the runs count.
+        let ps = for_each_pair_block(view, &cfg, lo..hi, lo, |_| Ok(())).unwrap();
+        let within = |est: f64, got: u64| (0.5..=2.0).contains(&(est / got as f64));
+        assert!(within(p.postings, ps.postings_visited), "{p:?} {ps:?}");
+        assert!(
+            within(p.join_candidate_records, s.candidate_records),
+            "{p:?} {s:?}"
+        );
+        assert!(within(p.join_candidates, s.candidates), "{p:?} {s:?}");
+        // Everything fits 64 MiB and the cache: lookups priced in cache, a close call (a small
+        // batch into a small index: either matching is cheap). 4 KiB of budget for a segment
+        // many times larger: every lookup a read from disk, join.
+        assert_eq!((p.llc_miss, p.mem_miss), (0.0, 0.0), "{p:?}");
+        assert!(
+            p.cost_probe < 2.0 * p.cost_join && p.cost_join < 2.0 * p.cost_probe,
+            "{p:?}"
+        );
         let tight = plan(view, &cfg, lo..hi, lo, 4 << 10);
         assert_eq!(tight.choice, Matching::Join, "{tight:?}");
+        assert!(tight.cost_probe > 10.0 * tight.cost_join, "{tight:?}");
         let mut auto = Vec::new();
         let st = for_each_pair(Matching::Auto, view, &cfg, &sort, lo..hi, lo, |b| {
             auto.extend_from_slice(b);
@@ -347,7 +364,7 @@ fn planner_estimates_blocks_from_the_covered_key_range() {
         })
         .unwrap();
         assert_eq!(keyed(&auto), keyed(&joined));
-        assert_eq!(st.matching, Some(Matching::Probe));
+        assert_eq!(st.matching, st.plan.as_ref().map(|p| p.choice));
     }
     // New orders of old words make new shingles: absent-first reads only the batch's own
     // segment, the plain choice the old one too.

@@ -10,8 +10,8 @@ pub mod spool;
 pub use ingest::{DocReport, DocStatus, IngestOptions, IngestSummary, NearDup, Progress};
 pub use join::join_pairs;
 pub use pairs::{
-    all_pairs, collect_pairs, for_each_pair, for_each_pair_block, Matching, Pair, PairsConfig,
-    PairsStats,
+    all_pairs, collect_pairs, for_each_pair, for_each_pair_block, for_each_pair_planned, Matching,
+    Pair, PairsConfig, PairsStats,
 };
 
 /// Test fixture: an index (in `dir/idx`) of `n` pages whose i-th word is `word(doc, i)`, for

@@ -24,8 +24,9 @@ pub use super::plan::{Matching, Pair, PairsConfig, PairsStats, BLOCK_DOCS};
 
 /// Streams the pairs of [`for_each_pair_block`] through the chosen [`Matching`] (`Auto`
 /// resolved by the cost model of [`super::plan::plan`] for these documents under
-/// `sort.mem_bytes`, its estimates in the stats); the join pipeline sorts
-/// under `sort` (budget and run-file directory). The stats name the matching used.
+/// `sort.mem_bytes`); the join pipeline sorts under `sort` (budget and run-file directory).
+/// The stats name the matching used and hold the planner's estimates (with a forced matching,
+/// what `Auto` would have chosen: a sample of 256 documents, no posting block read).
 pub fn for_each_pair(
     matching: Matching,
     view: &View,
@@ -35,15 +36,33 @@ pub fn for_each_pair(
     older_than: u32,
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
-    let planned = (matching == Matching::Auto)
-        .then(|| super::plan::plan(view, cfg, docs.clone(), older_than, sort.mem_bytes));
-    let used = planned.as_ref().map_or(matching, |p| p.choice);
+    let planned = super::plan::plan(view, cfg, docs.clone(), older_than, sort.mem_bytes);
+    for_each_pair_planned(matching, planned, view, cfg, sort, docs, older_than, emit)
+}
+
+/// [`for_each_pair`] with the plan already made (by [`super::plan::plan`] for the same
+/// documents, configuration and budget).
+#[allow(clippy::too_many_arguments)]
+pub fn for_each_pair_planned(
+    matching: Matching,
+    planned: super::plan::MatchPlan,
+    view: &View,
+    cfg: &PairsConfig,
+    sort: &crate::sort::SortOptions,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    emit: impl FnMut(&[Pair]) -> Result<()>,
+) -> Result<PairsStats> {
+    let used = match matching {
+        Matching::Auto => planned.choice,
+        m => m,
+    };
     let mut stats = match used {
         Matching::Probe => for_each_pair_block(view, cfg, docs, older_than, emit),
         _ => super::join::join_pairs(view, cfg, sort, docs, older_than, emit),
     }?;
     stats.matching = Some(used);
-    stats.plan = planned;
+    stats.plan = Some(planned);
     Ok(stats)
 }
 

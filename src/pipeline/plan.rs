@@ -186,14 +186,17 @@ impl Matching {
     }
 }
 
-/// What the planner saw and estimated (seconds are model units calibrated on this machine,
-/// BENCHMARKS.md "Matching that reads only what it needs"; only their ratio matters).
+/// What the planner saw and estimated. Costs are in seconds of CPU of the matching on the
+/// machine the constants were fitted on (BENCHMARKS.md, "The planner prices lookups by
+/// segment size"); only their ratio decides.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct MatchPlan {
     /// Probing documents whose probe keys were checked.
     pub sampled_docs: u64,
     /// Probing documents in the run (live, non-empty).
     pub docs: u64,
+    /// Segments of the view.
+    pub segments: u64,
     /// Estimated probe keys of the run.
     pub probe_keys: f64,
     /// Estimated (key, segment) lookups that pass block range and key filter.
@@ -210,32 +213,133 @@ pub struct MatchPlan {
     pub total_blocks: u64,
     /// Bytes of all segments.
     pub segment_bytes: u64,
+    /// Bytes the probe matching's random lookups range over: per segment, the POSTINGS blocks
+    /// and key filters of the key range the sample's surviving lookups cover.
+    pub probe_bytes: f64,
+    /// The last-level cache the model assumed (bytes; [`llc_bytes`]).
+    pub llc_bytes: u64,
+    /// Share of the probe matching's random filter checks and lookups that miss the
+    /// last-level cache: `1 - llc_bytes / probe_bytes`, at least 0.
+    pub llc_miss: f64,
+    /// Share of its random block reads that miss memory: the part of the index beyond the
+    /// budget, `1 - mem / segment_bytes`, at least 0.
+    pub mem_miss: f64,
+    /// Share of the stored lists read to verify candidates that miss the last-level cache:
+    /// the index beyond it, `1 - llc_bytes / segment_bytes`, at least 0.
+    pub verify_miss: f64,
+    /// Sampled documents whose posting lists were read (at most [`PLAN_LIST_DOCS`]).
+    pub list_docs: u64,
+    /// Estimated posting entries the probe matching walks.
+    pub postings: f64,
+    /// Estimated candidates the probe matching verifies (size bounds and probe hits passed).
+    pub candidates: f64,
+    /// Estimated candidate records the join emits (before its sort drops repeats).
+    pub join_candidate_records: f64,
+    /// Estimated distinct candidates the join verifies (size bounds passed).
+    pub join_candidates: f64,
     pub cost_probe: f64,
     pub cost_join: f64,
     pub choice: Matching,
 }
 
-/// Probing documents sampled by [`plan`].
+/// Probing documents sampled by [`plan`] (their probe keys go through every segment's block
+/// index and key filter).
 const PLAN_SAMPLE: u32 = 256;
-/// Cost model (seconds): one key-filter check.
-const C_FILTER: f64 = 40e-9;
-/// A lookup in a block already in memory (block search, parse, find).
-const C_HOT: f64 = 1.5e-6;
+/// Of them, documents whose posting lists [`plan`] reads (evenly spread), to estimate the
+/// entries the probe walks and the candidates each matching emits and verifies.
+pub const PLAN_LIST_DOCS: u64 = 48;
+
+// The cost model, in CPU seconds (user + sys) of the work in which the two matchings differ
+// (both choose every document's probes and read its features; that is left out). Fitted on
+// this machine (AMD EPYC, 2 cores, 32 MiB L3, `lscpu`) to `pairs --threshold 0.8` with each
+// matching forced (BENCHMARKS.md, "The planner prices lookups by segment size"): llvm-docs
+// (3,228 pages, one 33 MB segment: everything in cache) and the 300k generated index (three
+// 540 MB segments of ~7,400 blocks and ~25 M keys; the probe's lookups range over 290 MB,
+// 9x the cache). A constant's source is the `perf` share of the functions named, times the
+// run's CPU seconds, over the count the run's stats report.
+
+/// A key-filter check in cache (block search in the block index, the xor filter's three
+/// probes): llvm-docs probe, `Segment::postings_may_contain` 9.2 % of 0.51 s over 599 k
+/// checks = 78 ns.
+const C_FILTER: f64 = 78e-9;
+/// What a random check adds when it misses the last-level cache (the filter's cache line and
+/// its slot, a TLB miss): 300k probe, `postings_may_contain` 25.9 % of 50.7 s over 63 M
+/// checks (21.1 M probe keys x 3 segments) = 207 ns, at a miss share of 0.88.
+const C_FILTER_MISS: f64 = 150e-9;
+/// A lookup in a posting block in cache (`BlockView::find`, `V2View::parse`, `Segment::get`,
+/// `decode_postings`, `EfView::select1`): llvm-docs probe, 44 % of 0.51 s over 599 k lookups.
+const C_LOOKUP: f64 = 0.4e-6;
+/// What a random lookup adds when its block misses the last-level cache (the block's key
+/// index and keys: dependent misses): 300k probe, the same functions 50.7 % of 50.7 s over
+/// 33.4 M lookups = 0.77 us, at a miss share of 0.88.
+const C_LOOKUP_MISS: f64 = 0.45e-6;
 /// A random read of a posting block that is not in memory (fault + read + crc).
 const C_COLD: f64 = 150e-6;
-/// Sequential read bandwidth (bytes/s) for the join's block pass and its spilled sorts.
-const SEQ_BW: f64 = 400e6;
-/// Sorting one 12-byte probe record or candidate in memory.
-const C_SORT: f64 = 0.25e-6;
-/// The join's work per surviving lookup beyond the block: emitting its candidate records,
-/// the partner sort's merge and dedup, regrouping for verification (the probe matching
-/// verifies in place). With the index in memory this makes probe the cheaper, as measured on
-/// llvm-docs (BENCHMARKS.md, "`--matching` on llvm-docs").
-const C_CAND: f64 = 1.0e-6;
+/// The probe matching's work per posting entry walked (a hit count): llvm-docs probe,
+/// `View::for_each_posting_counted` 5.1 % of 0.51 s over 3.96 M entries.
+const C_POSTING: f64 = 6.5e-9;
+/// Verifying one candidate whose lists are in cache (`Sample::counts`, `DocLists::find`,
+/// `EfView::decode_into`): llvm-docs join, 27 % of 0.44 s over 193 k candidates.
+const C_VERIFY: f64 = 0.6e-6;
+/// What verifying adds when the stored lists miss the cache (share: the index beyond the
+/// cache): 300k join, the same functions and `View::size` 21.6 % of 17.9 s over 948 k
+/// candidates = 4.1 us, at a miss share of 0.98.
+const C_VERIFY_MISS: f64 = 3.5e-6;
+/// Sorting one probe or candidate record in memory, with the page faults of the sort's
+/// buffers: 300k join, the sorts, `memmove` and the anonymous page faults ~17 % of 17.9 s
+/// over 35.7 M records = 85 ns; llvm-docs join 49 ns.
+const C_SORT: f64 = 60e-9;
+/// The join's seek of one segment for one probe record (the key filter, in cache):
+/// `Seeker::seek` + `seek_postings` 11 % of 17.9 s over 63 M (record, segment) seeks.
+const C_SEEK: f64 = 30e-9;
+/// The join's work per surviving lookup in a block it holds (find, value, list decode, the
+/// candidate loop): 300k join, 12.6 % of 17.9 s over 33.4 M lookups.
+const C_JOIN_LOOKUP: f64 = 70e-9;
+/// Reading the blocks the join touches from the page cache (mapped: faults, crc): 300k join,
+/// ~5 % of 17.9 s for 8,666 blocks of 72 KB = 0.7 GB/s.
+const MAP_BW: f64 = 700e6;
+/// Sequential read bandwidth (bytes/s) from disk: spilled sorts, blocks beyond the budget.
+const DISK_BW: f64 = 400e6;
+
+/// The last-level cache of this machine, from sysfs (the largest `cacheN/size` of cpu0), or
+/// 32 MiB when it cannot be read. `NDD_LLC_BYTES` overrides it (for measurements).
+pub fn llc_bytes() -> u64 {
+    static LLC: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *LLC.get_or_init(|| {
+        if let Some(v) = std::env::var("NDD_LLC_BYTES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            return v;
+        }
+        let mut best = 0u64;
+        for i in 0..8 {
+            let p = format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size");
+            let Ok(s) = std::fs::read_to_string(p) else {
+                continue;
+            };
+            let s = s.trim();
+            let v = if let Some(k) = s.strip_suffix('K') {
+                k.parse::<u64>().ok().map(|k| k << 10)
+            } else if let Some(m) = s.strip_suffix('M') {
+                m.parse::<u64>().ok().map(|m| m << 20)
+            } else {
+                s.parse().ok()
+            };
+            best = best.max(v.unwrap_or(0));
+        }
+        if best == 0 {
+            32 << 20
+        } else {
+            best
+        }
+    })
+}
 
 /// Estimates both matchings' costs for probing documents `docs` (pairing with every document
 /// below `older_than`, as in [`super::pairs::for_each_pair`]) under `mem_bytes`, and picks
-/// the cheaper. Reads only block indexes and key filters (no posting block).
+/// the cheaper. Reads block indexes and key filters for a sample of [`PLAN_SAMPLE`]
+/// documents, and the posting lists of [`PLAN_LIST_DOCS`] of them.
 pub fn plan(
     view: &View,
     cfg: &PairsConfig,
@@ -247,8 +351,10 @@ pub fn plan(
     let live: Vec<u32> = (docs.start..end)
         .filter(|&d| view.is_live(d) && view.size(d) > 0)
         .collect();
+    let nseg = view.segments.len();
     let mut p = MatchPlan {
         docs: live.len() as u64,
+        segments: nseg as u64,
         segment_bytes: view.segments.iter().map(|s| s.seg.len_bytes()).sum(),
         total_blocks: view
             .segments
@@ -258,13 +364,15 @@ pub fn plan(
             .sum(),
         ..Default::default()
     };
-    let nseg = view.segments.len();
     // Per segment: surviving lookups of the probe matching and of the join.
     let mut surv = vec![0u64; nseg];
     let mut jsurv = vec![0u64; nseg];
-    // Per segment: the range of blocks the sample's surviving join lookups fall in.
+    // Per segment: the range of blocks the sample's surviving lookups fall in (probe, join).
+    let mut pspan = vec![(usize::MAX, 0usize); nseg];
     let mut span = vec![(usize::MAX, 0usize); nseg];
     let step = (live.len() as u32 / PLAN_SAMPLE).max(1) as usize;
+    let sampled = live.len().div_ceil(step) as u64;
+    let list_every = sampled.div_ceil(PLAN_LIST_DOCS).max(1);
     let matcher = cfg.matcher(view, older_than);
     let per_segment = cfg.per_segment && matcher.per_segment();
     let bits = matcher.segment_bits();
@@ -273,14 +381,22 @@ pub fn plan(
     let mut x = Vec::new();
     let mut keys = 0u64;
     let mut records = 0u64;
+    // Lookups of the list documents: (key, segment) of the probe matching and of the join.
+    let mut plook: Vec<(u64, usize)> = Vec::new();
+    let mut jlook: Vec<(u64, usize)> = Vec::new();
+    let mut lists = Lists::default();
     // A damaged filter counts as "may be present" here; the matching reports it.
     let block_of = |s: &crate::view::LiveSegment, key: u64| match s.seg.postings_block_for(key) {
         Ok(None) => None,
         Ok(Some(bi)) => Some(bi),
         Err(_) => Some(0),
     };
+    let widen = |sp: &mut (usize, usize), bi: usize| *sp = (sp.0.min(bi), sp.1.max(bi));
     for &a in live.iter().step_by(step) {
+        let with_lists = p.sampled_docs % list_every == 0;
         p.sampled_docs += 1;
+        plook.clear();
+        jlook.clear();
         if !view.features_into(a, &mut x).unwrap_or(false) {
             continue;
         }
@@ -291,13 +407,21 @@ pub fn plan(
                 for (i, s) in view.segments.iter().enumerate() {
                     if let Some(bi) = block_of(s, key) {
                         surv[i] += 1;
+                        widen(&mut pspan[i], bi);
+                        if with_lists {
+                            plook.push((key, i));
+                        }
                         if !per_segment {
                             jsurv[i] += 1;
-                            span[i] = (span[i].0.min(bi), span[i].1.max(bi));
+                            widen(&mut span[i], bi);
                         }
                     }
                 }
             }
+        }
+        let probes_chosen = scratch.probes().count();
+        if !per_segment {
+            jlook.extend_from_slice(&plook);
         }
         // The join's per-segment records.
         if per_segment
@@ -313,10 +437,25 @@ pub fn plan(
                     }
                     if let Some(bi) = block_of(s, key) {
                         jsurv[i] += 1;
-                        span[i] = (span[i].0.min(bi), span[i].1.max(bi));
+                        widen(&mut span[i], bi);
+                        if with_lists {
+                            jlook.push((key, i));
+                        }
                     }
                 }
             }
+        }
+        if with_lists {
+            lists.read(
+                view,
+                cfg,
+                a,
+                older_than,
+                x.len(),
+                probes_chosen,
+                &plook,
+                &jlook,
+            );
         }
     }
     if !per_segment {
@@ -329,60 +468,200 @@ pub fn plan(
     };
     p.probe_keys = keys as f64 * scale;
     p.join_records = records as f64 * scale;
+    p.list_docs = lists.docs;
+    let lscale = if lists.docs > 0 {
+        p.docs as f64 / lists.docs as f64
+    } else {
+        0.0
+    };
+    p.postings = lists.postings as f64 * lscale;
+    p.candidates = lists.candidates as f64 * lscale;
+    p.join_candidate_records = lists.join_records as f64 * lscale;
+    p.join_candidates = lists.join_candidates as f64 * lscale;
+    // k sampled survivors uniform over W blocks span W (k - 1) / (k + 1) of them on average,
+    // so the run's lookups cover about span (k + 1) / (k - 1) blocks (probe keys need not
+    // spread over the whole hash space: the rarest-first choice takes the smallest hashes).
+    let covered = |sp: (usize, usize), k: u64, all: f64| match sp {
+        (lo, hi) if k >= 2 => {
+            let k = k as f64;
+            ((hi - lo + 1) as f64 * (k + 1.0) / (k - 1.0)).min(all)
+        }
+        _ => all,
+    };
     for (i, s) in view.segments.iter().enumerate() {
         p.surviving += surv[i] as f64 * scale;
         let n = jsurv[i] as f64 * scale;
         p.join_surviving += n;
-        // Lookups spread over the blocks of the key range the sample's survivors cover (probe
-        // keys need not spread over the whole hash space: the rarest-first choice takes the
-        // smallest hashes): expected distinct blocks hit.
-        let all = s
-            .seg
-            .table_meta(crate::segment::POSTINGS)
-            .map_or(0.0, |t| t.blocks as f64);
-        let b = match span[i] {
-            // k sampled survivors uniform over W blocks span W (k - 1) / (k + 1) of them on
-            // average, so the run's lookups cover about span (k + 1) / (k - 1) blocks.
-            (lo, hi) if jsurv[i] >= 2 => {
-                let k = jsurv[i] as f64;
-                ((hi - lo + 1) as f64 * (k + 1.0) / (k - 1.0)).min(all)
-            }
-            _ => all,
+        let Some(t) = s.seg.table_meta(crate::segment::POSTINGS) else {
+            continue;
         };
-        if b > 0.0 {
+        let all = t.blocks as f64;
+        if all == 0.0 {
+            continue;
+        }
+        // Distinct blocks the join's lookups hit, spread over the blocks they cover.
+        let b = covered(span[i], jsurv[i], all);
+        if b > 0.0 && n > 0.0 {
             p.blocks += b * (1.0 - (-n / b).exp());
         }
+        // The probe's random accesses range over the covered blocks and their filters.
+        if surv[i] > 0 {
+            let filter = s
+                .seg
+                .table_meta(crate::segment::POSTINGS_FILTER)
+                .map_or(0, |f| f.bytes);
+            p.probe_bytes += (t.bytes + filter) as f64 * covered(pspan[i], surv[i], all) / all;
+        }
     }
+    price(
+        &mut p,
+        mem_bytes,
+        sorts_budget(view, mem_bytes),
+        llc_bytes(),
+    );
+    p
+}
+
+/// Counts of the posting lists [`plan`] reads for its list documents.
+#[derive(Default)]
+struct Lists {
+    docs: u64,
+    /// Entries the probe matching walks.
+    postings: u64,
+    /// Candidates it verifies.
+    candidates: u64,
+    /// Candidate records the join emits.
+    join_records: u64,
+    /// Distinct candidates the join verifies.
+    join_candidates: u64,
+    hits: std::collections::HashMap<u32, u32>,
+    seen: std::collections::HashSet<u32>,
+}
+
+impl Lists {
+    /// Reads the lists of probing document `a` (`n` features, `probes` of them probed by the
+    /// probe matching) and counts what each matching does with them, as the matchings do
+    /// (partner `d` allowed when `d > a` or `d < older_than`; size bounds; the probe
+    /// matching's hit bound).
+    #[allow(clippy::too_many_arguments)]
+    fn read(
+        &mut self,
+        view: &View,
+        cfg: &PairsConfig,
+        a: u32,
+        older_than: u32,
+        n: usize,
+        probes: usize,
+        plook: &[(u64, usize)],
+        jlook: &[(u64, usize)],
+    ) {
+        self.docs += 1;
+        let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, n);
+        let ok = |d: u32| {
+            d != a && (d > a || d < older_than) && !view.tombstones.contains(d) && {
+                let m = view.size(d) as usize;
+                m >= lo && m <= hi
+            }
+        };
+        let list = |key: u64, i: usize| {
+            view.segments[i]
+                .seg
+                .get_postings(crate::segment::POSTINGS, key)
+                .ok()
+                .flatten()
+        };
+        self.hits.clear();
+        for &(key, i) in plook {
+            if let Some(l) = list(key, i) {
+                self.postings += l.len() as u64;
+                l.for_each(|d| {
+                    if ok(d) {
+                        *self.hits.entry(d).or_insert(0) += 1;
+                    }
+                });
+            }
+        }
+        let unprobed = n.saturating_sub(probes) as u64;
+        self.candidates += self
+            .hits
+            .iter()
+            .filter(|&(&d, &h)| {
+                cfg.sample
+                    .may_reach(cfg.threshold, n, view.size(d) as usize, h as u64 + unprobed)
+            })
+            .count() as u64;
+        self.seen.clear();
+        for &(key, i) in jlook {
+            if let Some(l) = list(key, i) {
+                l.for_each(|d| {
+                    if d != a && (d > a || d < older_than) && !view.tombstones.contains(d) {
+                        self.join_records += 1;
+                        if ok(d) {
+                            self.seen.insert(d);
+                        }
+                    }
+                });
+            }
+        }
+        self.join_candidates += self.seen.len() as u64;
+    }
+}
+
+/// Prices the counts of `p` ([`plan`]'s estimates, or a test's) into `cost_probe`,
+/// `cost_join` and `choice`, for a memory budget `mem_bytes` of which the join's sorts get
+/// `sorts_bytes`, on a machine whose last-level cache holds `llc_bytes`.
+///
+/// Probe: every probe key is checked against every segment's key filter and each surviving
+/// lookup searches a posting block, at random; both cost more once the bytes they range over
+/// (`probe_bytes`) exceed the cache, a miss per access in the share that does not fit, and a
+/// block beyond `mem_bytes` is a read from disk. Then the posting entries walked and the
+/// candidates verified. Join: the probe records sorted (spilled beyond half the sorts'
+/// budget), one sequential pass over the blocks they touch (filters and lookups in cache),
+/// the candidate records sorted, the distinct candidates verified.
+pub fn price(p: &mut MatchPlan, mem_bytes: u64, sorts_bytes: u64, llc_bytes: u64) {
+    let llc = llc_bytes as f64;
+    let beyond = |bytes: f64| if bytes > llc { 1.0 - llc / bytes } else { 0.0 };
+    p.llc_bytes = llc_bytes;
+    p.llc_miss = beyond(p.probe_bytes);
+    p.verify_miss = beyond(p.segment_bytes as f64);
+    p.mem_miss = if p.segment_bytes > 0 {
+        (1.0 - mem_bytes as f64 / p.segment_bytes as f64).max(0.0)
+    } else {
+        0.0
+    };
+    let segs = p.segments as f64;
+    let verify = C_VERIFY + p.verify_miss * C_VERIFY_MISS;
+    p.cost_probe = p.probe_keys * segs * (C_FILTER + p.llc_miss * C_FILTER_MISS)
+        + p.surviving * (C_LOOKUP + p.llc_miss * C_LOOKUP_MISS + p.mem_miss * C_COLD)
+        + p.postings * C_POSTING
+        + p.candidates * verify;
+    // A sort whose records exceed half the sorts' budget spills them: written and read once.
+    let half = sorts_bytes as f64 / 2.0;
+    let spill = |bytes: f64| {
+        if bytes > half {
+            2.0 * bytes / DISK_BW
+        } else {
+            0.0
+        }
+    };
     let block_bytes = if p.total_blocks > 0 {
         p.segment_bytes as f64 / p.total_blocks as f64
     } else {
         0.0
     };
-    // Share of random block reads that miss memory: the part of the index beyond the budget.
-    let miss = if p.segment_bytes > 0 {
-        (1.0 - mem_bytes as f64 / p.segment_bytes as f64).max(0.0)
-    } else {
-        0.0
-    };
-    let filters = p.probe_keys * nseg as f64 * C_FILTER;
-    p.cost_probe = filters + p.surviving * (C_HOT + miss * C_COLD);
-    let spill = p.join_records * 16.0 > sorts_budget(view, mem_bytes) as f64 / 2.0;
-    let sort_io = if spill {
-        2.0 * p.join_records * 16.0 / SEQ_BW
-    } else {
-        0.0
-    };
-    p.cost_join = filters
-        + p.join_records * C_SORT
-        + sort_io
-        + p.blocks * (block_bytes / SEQ_BW + C_HOT)
-        + p.join_surviving * (C_SORT + C_HOT * 0.2 + C_CAND);
+    let block = block_bytes * ((1.0 - p.mem_miss) / MAP_BW + p.mem_miss / DISK_BW);
+    p.cost_join = p.join_records * (C_SORT + segs * C_SEEK)
+        + spill(p.join_records * 16.0)
+        + p.blocks * block
+        + p.join_surviving * C_JOIN_LOOKUP
+        + p.join_candidate_records * C_SORT
+        + spill(p.join_candidate_records * 8.0)
+        + p.join_candidates * verify;
     p.choice = if p.cost_probe <= p.cost_join {
         Matching::Probe
     } else {
         Matching::Join
     };
-    p
 }
 
 impl std::str::FromStr for Matching {
@@ -419,4 +698,154 @@ pub fn sorts_budget(view: &View, mem: u64) -> u64 {
         .filter(|&bytes| bytes <= share)
         .sum();
     mem.saturating_sub(cacheable.min(share))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LLC: u64 = 32 << 20;
+    const RAM: u64 = 6 << 30;
+
+    /// The counts the planner estimated for `pairs --threshold 0.8` on the 300k generated
+    /// index (three segments of 540 MB; BENCHMARKS.md), the run where probe cost 4x the join.
+    fn big_index() -> MatchPlan {
+        MatchPlan {
+            docs: 300_000,
+            segments: 3,
+            probe_keys: 21.7e6,
+            surviving: 33.4e6,
+            join_records: 21.7e6,
+            join_surviving: 33.4e6,
+            blocks: 7_839.0,
+            total_blocks: 22_337,
+            segment_bytes: 1_619_540_409,
+            probe_bytes: 290e6,
+            postings: 50.7e6,
+            candidates: 230e3,
+            join_candidate_records: 12.3e6,
+            join_candidates: 942e3,
+            ..Default::default()
+        }
+    }
+
+    /// Big segments, lookups ranging over 9x the cache: join, by far, at any budget.
+    #[test]
+    fn big_segments_price_join() {
+        for mem in [RAM, 512 << 20, 64 << 20] {
+            let mut p = big_index();
+            price(&mut p, mem, mem, LLC);
+            assert_eq!(p.choice, Matching::Join, "{p:?}");
+            assert!(p.cost_probe > 2.0 * p.cost_join, "{p:?}");
+            assert!(p.llc_miss > 0.8, "{p:?}");
+        }
+    }
+
+    /// The probe's price follows the bytes its random accesses range over: the same counts
+    /// cost more once they exceed the cache, and the join's price does not change.
+    #[test]
+    fn probe_lookups_cost_more_beyond_the_cache() {
+        let mut small = big_index();
+        small.probe_bytes = (LLC / 2) as f64;
+        price(&mut small, RAM, RAM, LLC);
+        let mut big = big_index();
+        price(&mut big, RAM, RAM, LLC);
+        assert_eq!(small.llc_miss, 0.0);
+        assert!(big.cost_probe > 1.5 * small.cost_probe, "{small:?} {big:?}");
+        assert_eq!(big.cost_join, small.cost_join);
+        // A bigger cache makes the same lookups cheaper.
+        let mut roomy = big_index();
+        price(&mut roomy, RAM, RAM, 1 << 30);
+        assert!(roomy.cost_probe < big.cost_probe && roomy.llc_miss == 0.0);
+    }
+
+    /// A few probe keys against the big index (a small batch of fresh pages): each lookup is a
+    /// cache miss, but the join would read a block for nearly each of them: probe.
+    #[test]
+    fn few_probe_keys_on_a_big_index_price_probe() {
+        let mut p = MatchPlan {
+            docs: 50,
+            segments: 4,
+            probe_keys: 3_600.0,
+            surviving: 4_000.0,
+            join_records: 3_600.0,
+            join_surviving: 4_000.0,
+            blocks: 3_200.0,
+            total_blocks: 23_194,
+            segment_bytes: 1_677_964_125,
+            probe_bytes: 195e6,
+            postings: 6_000.0,
+            candidates: 5.0,
+            join_candidate_records: 1_500.0,
+            join_candidates: 80.0,
+            ..Default::default()
+        };
+        price(&mut p, RAM, RAM, LLC);
+        assert_eq!(p.choice, Matching::Probe, "{p:?}");
+        assert!(p.cost_join > 5.0 * p.cost_probe, "{p:?}");
+    }
+
+    /// An index in cache (llvm-docs' counts): lookups and checks at their in-cache price,
+    /// probe a little cheaper; the join's many candidate records are what it pays for.
+    #[test]
+    fn an_index_in_cache_prices_probe() {
+        let mut p = MatchPlan {
+            docs: 3_228,
+            segments: 1,
+            probe_keys: 491e3,
+            surviving: 491e3,
+            join_records: 491e3,
+            join_surviving: 491e3,
+            blocks: 350.0,
+            total_blocks: 350,
+            segment_bytes: 33_250_642,
+            probe_bytes: 12.7e6,
+            postings: 4.36e6,
+            candidates: 29e3,
+            join_candidate_records: 1.89e6,
+            join_candidates: 192e3,
+            ..Default::default()
+        };
+        price(&mut p, RAM, RAM, LLC);
+        assert_eq!((p.llc_miss, p.mem_miss, p.verify_miss), (0.0, 0.0, 0.0));
+        assert_eq!(p.choice, Matching::Probe, "{p:?}");
+        assert!(p.cost_join < 2.0 * p.cost_probe, "a close call: {p:?}");
+        // The join's candidate records multiplied (a low threshold): probe by far.
+        p.join_candidate_records *= 20.0;
+        price(&mut p, RAM, RAM, LLC);
+        assert!(p.cost_join > 3.0 * p.cost_probe, "{p:?}");
+    }
+
+    /// An index beyond the budget: a share of the probe's lookups read from disk, the join's
+    /// blocks read sequentially; and a join whose sorts spill pays their bytes twice.
+    #[test]
+    fn budget_below_the_index_prices_disk_reads() {
+        let mut p = MatchPlan {
+            docs: 3_228,
+            segments: 1,
+            probe_keys: 491e3,
+            surviving: 491e3,
+            join_records: 491e3,
+            join_surviving: 491e3,
+            blocks: 350.0,
+            total_blocks: 350,
+            segment_bytes: 33_250_642,
+            probe_bytes: 12.7e6,
+            postings: 4.36e6,
+            join_candidate_records: 1.89e6,
+            ..Default::default()
+        };
+        price(&mut p, 4 << 10, 4 << 10, LLC);
+        assert!(p.mem_miss > 0.99, "{p:?}");
+        assert_eq!(p.choice, Matching::Join, "{p:?}");
+        let spilled = p.cost_join;
+        price(&mut p, 4 << 10, RAM, LLC);
+        assert!(p.cost_join < spilled, "sorts in memory cost less: {p:?}");
+    }
+
+    #[test]
+    fn llc_bytes_is_read() {
+        let b = llc_bytes();
+        assert!((64 << 10..=(4u64 << 30)).contains(&b), "{b}");
+    }
 }

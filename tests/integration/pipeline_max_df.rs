@@ -63,7 +63,16 @@ fn max_df_cuts_postings_and_keeps_planted_recall() {
         s_auto["matching"], "probe",
         "auto: a small index fits in memory"
     );
+    // The planner's estimates and choice are in the stats (with a forced matching too: what
+    // auto would have chosen).
+    assert_eq!(s_auto["plan"]["choice"], s_auto["matching"], "{s_auto}");
+    assert!(
+        s_auto["plan"]["probe_keys"].as_f64().unwrap() > 0.0,
+        "{s_auto}"
+    );
+    assert_eq!(s_exact["plan"]["choice"], "probe", "{s_exact}");
     let (_, s_big) = pairs(&free, &["--mem", "1MiB"]);
+    assert_eq!(s_big["plan"]["choice"], "join", "{s_big}");
     assert_eq!(
         s_big["matching"], "join",
         "auto: segments larger than --mem"
