@@ -385,6 +385,7 @@ pub fn plan(
     let mut plook: Vec<(u64, usize)> = Vec::new();
     let mut jlook: Vec<(u64, usize)> = Vec::new();
     let mut lists = Lists::default();
+    let (mut sampled_features, mut list_features) = (0u64, 0u64);
     // A damaged filter counts as "may be present" here; the matching reports it.
     let block_of = |s: &crate::view::LiveSegment, key: u64| match s.seg.postings_block_for(key) {
         Ok(None) => None,
@@ -395,6 +396,10 @@ pub fn plan(
     for &a in live.iter().step_by(step) {
         let with_lists = p.sampled_docs % list_every == 0;
         p.sampled_docs += 1;
+        sampled_features += view.size(a) as u64;
+        if with_lists {
+            list_features += view.size(a) as u64;
+        }
         plook.clear();
         jlook.clear();
         if !view.features_into(a, &mut x).unwrap_or(false) {
@@ -461,16 +466,19 @@ pub fn plan(
     if !per_segment {
         records = keys;
     }
-    let scale = if p.sampled_docs > 0 {
-        p.docs as f64 / p.sampled_docs as f64
+    // Ratio estimates: the counts grow with a document's features (its probe keys are a share
+    // of them), and pages differ in size far more than in that share.
+    let all_features: u64 = live.iter().map(|&d| view.size(d) as u64).sum();
+    let scale = if sampled_features > 0 {
+        all_features as f64 / sampled_features as f64
     } else {
         0.0
     };
     p.probe_keys = keys as f64 * scale;
     p.join_records = records as f64 * scale;
     p.list_docs = lists.docs;
-    let lscale = if lists.docs > 0 {
-        p.docs as f64 / lists.docs as f64
+    let lscale = if list_features > 0 {
+        all_features as f64 / list_features as f64
     } else {
         0.0
     };
