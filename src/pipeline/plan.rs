@@ -161,10 +161,11 @@ impl PairsConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Matching {
-    /// The cheaper of the two by the cost model of [`plan`]: probe keys of a sample of the
-    /// probing documents are checked against every segment's block index and key filter, and
-    /// the surviving lookups and the blocks they touch are priced as random reads (`Probe`)
-    /// or as three sorts plus one sequential pass over those blocks (`Join`).
+    /// The cheaper of the two by the cost model of [`plan`] and [`price`]: probe keys of a
+    /// sample of the probing documents are checked against every segment's block index and
+    /// key filter, and the surviving lookups are priced as random accesses, dearer in the
+    /// share of the bytes they range over beyond the CPU cache and `--mem` (`Probe`), or as
+    /// three sorts plus one sequential pass over the blocks they touch (`Join`).
     #[default]
     Auto,
     /// Sorted probe records merge-joined with each segment, candidates and pairs through the
