@@ -398,9 +398,6 @@ pub fn plan(
         let with_lists = p.sampled_docs % list_every == 0;
         p.sampled_docs += 1;
         sampled_features += view.size(a) as u64;
-        if with_lists {
-            list_features += view.size(a) as u64;
-        }
         plook.clear();
         jlook.clear();
         if !view.features_into(a, &mut x).unwrap_or(false) {
@@ -452,6 +449,7 @@ pub fn plan(
             }
         }
         if with_lists {
+            list_features += view.size(a) as u64;
             lists.read(
                 view,
                 cfg,
