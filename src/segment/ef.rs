@@ -426,6 +426,28 @@ impl<'a> EfView<'a> {
         }
     }
 
+    /// Asks the CPU for the cache lines [`EfView::get_pair`] of `i` reads (a hint only; no
+    /// effect on results): the one sample before value `i`, where its high bits lie if the
+    /// values are spread evenly, and its low bits (exact).
+    #[inline]
+    pub fn prefetch_get(&self, i: usize) {
+        let n = self.lay.n;
+        if i >= n {
+            return;
+        }
+        if let Some(b) = self.ones.get(i / SAMPLE * 4) {
+            super::prefetch(b);
+        }
+        let pos = i + (i as u128 * self.lay.high_max as u128 / n as u128) as usize;
+        if let Some(b) = self.high.get(pos / 8) {
+            super::prefetch(b);
+        }
+        let l = self.lay.l as usize;
+        if let Some(b) = self.low.get(i.saturating_sub(1) * l / 8) {
+            super::prefetch(b);
+        }
+    }
+
     /// Index of the first value `>= x` (`len()` if none), and whether it equals `x`.
     #[inline]
     pub fn lower_bound(&self, x: u64) -> (usize, bool) {

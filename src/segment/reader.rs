@@ -306,8 +306,9 @@ impl Segment {
     }
 
     /// [`Segment::get_postings`] of many keys, their memory accesses overlapped: the keys go
-    /// through the steps of a lookup (block search, block index entry and key filter, the
-    /// filter's fingerprint bytes, the block) in groups of [`LOOKUP_GROUP`], each step asking
+    /// through the steps of a lookup (block search; block index entry and key filter header;
+    /// the filter's fingerprint bytes; the filter's answer and the block's key search; the
+    /// key's value ends; the value; its list) in groups of [`LOOKUP_GROUP`], each step asking
     /// the CPU for the cache lines of the next one for the whole group, so a group waits for
     /// memory about once a step instead of once a step and key (a large segment's lookups are
     /// cache misses, not work). Calls `f(i, list)` for every `keys[i]` the table holds, in the
@@ -347,6 +348,8 @@ impl Segment {
         const G: usize = LOOKUP_GROUP;
         let mut bis = [0usize; G];
         let mut live = [false; G];
+        let mut found: [Option<(BlockView<'_>, usize)>; G] = [None; G];
+        let mut values: [Option<&[u8]>; G] = [None; G];
         for (c, chunk) in keys.chunks(G).enumerate() {
             let g = chunk.len();
             // 1. The block of each key (`partition_point(last < key)`): the group's binary
@@ -422,18 +425,38 @@ impl Segment {
                     view.prefetch_find(chunk[j]);
                 }
             }
-            // 5. The block (checked on first use, as in `get`), the key, its list.
+            // 5. The block (checked on first use, as in `get`) and the key's entry; the
+            //    cache lines of its value's ends.
             for j in 0..g {
+                found[j] = None;
                 if !live[j] {
                     continue;
                 }
                 let view = self.block(t, bis[j])?;
-                let Some(i) = view.find(chunk[j]) else {
-                    continue;
+                if let Some(i) = view.find(chunk[j]) {
+                    view.prefetch_value(i);
+                    found[j] = Some((view, i));
+                }
+            }
+            // 6. The values; their first cache line.
+            for j in 0..g {
+                values[j] = match &found[j] {
+                    Some((view, i)) => {
+                        let v = self.value(t, bis[j], view, *i)?;
+                        if let Some(x) = v.first() {
+                            prefetch(x);
+                        }
+                        Some(v)
+                    }
+                    None => None,
                 };
-                let v = self.value(t, bis[j], &view, i)?;
-                let list = decode_postings(v).map_err(|e| self.rebase(e, v))?;
-                f(c * G + j, list);
+            }
+            // 7. The lists.
+            for j in 0..g {
+                if let Some(v) = values[j] {
+                    let list = decode_postings(v).map_err(|e| self.rebase(e, v))?;
+                    f(c * G + j, list);
+                }
             }
         }
         Ok(())
