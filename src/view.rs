@@ -809,6 +809,34 @@ impl View {
         Ok(lists)
     }
 
+    /// [`View::for_each_posting_counted`] of many keys at once, segment by segment, each
+    /// segment's lookups batched ([`Segment::get_postings_many`]; ascending keys read its
+    /// block index and blocks in file order): `f` gets the same documents, as many times, in
+    /// another order. Returns the number of posting lists found (over all keys and segments).
+    pub fn for_each_posting_many_counted(
+        &self,
+        keys: &[u64],
+        mut f: impl FnMut(u32),
+    ) -> Result<u64> {
+        let mut lists = 0u64;
+        for s in &self.segments {
+            s.seg
+                .get_postings_many(segment::POSTINGS, keys, |_, list| {
+                    lists += 1;
+                    if self.tombstones.is_empty() {
+                        list.for_each(&mut f);
+                    } else {
+                        list.for_each(|d| {
+                            if !self.tombstones.contains(d) {
+                                f(d)
+                            }
+                        });
+                    }
+                })?;
+        }
+        Ok(lists)
+    }
+
     /// Document frequency of a key as far as the probe order needs it: its summed df when it is
     /// frequent somewhere, else 0 (all rare keys are equally good to probe).
     pub fn probe_weight(&self, key: u64) -> u32 {

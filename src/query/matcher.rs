@@ -33,6 +33,8 @@ pub struct Scratch {
     hits: Vec<u16>,
     touched: Vec<u32>,
     order: Vec<(u32, u64)>,
+    /// The probe keys of `order`, ascending: looked up together, segment by segment.
+    keys: Vec<u64>,
     other: Vec<u64>,
     /// Posting entries visited by the last searches (a cost measure for stats and benches).
     pub postings_visited: u64,
@@ -80,6 +82,7 @@ impl Scratch {
             hits: Vec::new(),
             touched: Vec::new(),
             order: Vec::new(),
+            keys: Vec::new(),
             other: Vec::new(),
             postings_visited: s.postings_visited,
             segment_lookups: s.segment_lookups,
@@ -117,6 +120,7 @@ impl Scratch {
             hits: vec![0u16; doc_ids as usize],
             touched: Vec::new(),
             order: Vec::new(),
+            keys: Vec::new(),
             other: Vec::new(),
             postings_visited: 0,
             segment_lookups: 0,
@@ -309,39 +313,39 @@ impl<'v> Matcher<'v> {
         let n = x.len();
 
         // Union of their posting lists, counting for each document how many of the probes
-        // it holds.
+        // it holds. The keys are looked up together, segment by segment, in ascending order
+        // (`View::for_each_posting_many_counted`: the lookups' cache misses overlap); the
+        // counts do not depend on the order.
         let Scratch {
             hits,
             touched,
             order,
+            keys,
             ..
         } = scratch;
         if hits.len() < self.view.doc_ids() as usize {
             hits.resize(self.view.doc_ids() as usize, 0);
         }
         touched.clear();
+        keys.clear();
+        keys.extend(order.iter().map(|&(_, k)| k));
+        keys.sort_unstable();
         let mut visited = 0u64;
-        let mut lists = 0u64;
-        let mut walked = Ok(0);
-        for &(_, key) in order.iter() {
-            walked = self.view.for_each_posting_counted(key, |d| {
-                visited += 1;
-                let h = &mut hits[d as usize];
-                if *h == 0 {
-                    if !accept(d) {
-                        return;
-                    }
-                    touched.push(d);
+        let walked = self.view.for_each_posting_many_counted(keys, |d| {
+            visited += 1;
+            let h = &mut hits[d as usize];
+            if *h == 0 {
+                if !accept(d) {
+                    return;
                 }
-                *h = h.saturating_add(1);
-            });
-            match &walked {
-                Ok(n) => lists += *n as u64,
-                Err(_) => break,
+                touched.push(d);
             }
-        }
+            *h = h.saturating_add(1);
+        });
         scratch.postings_visited += visited;
-        scratch.lists_found += lists;
+        if let Ok(lists) = &walked {
+            scratch.lists_found += lists;
+        }
         scratch.segment_lookups += (order.len() * self.view.segments.len()) as u64;
 
         // Keep the candidates whose sizes and probe hits allow the threshold, resetting every
@@ -371,6 +375,9 @@ impl<'v> Matcher<'v> {
         }
         scratch.touched.truncate(kept);
         walked?;
+        // Verified, and so reported, in id order: the matches' order does not depend on the
+        // order the segments and keys were looked up in.
+        scratch.touched.sort_unstable();
 
         // Verify each remaining candidate exactly (by ranks where it can: verify.rs).
         let mut counts = VerifyCounts::default();

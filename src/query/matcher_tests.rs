@@ -224,3 +224,43 @@ fn search_with_hit_bound_equals_brute_force() {
         eprintln!("{sample:?}: {pruned} pruned, {verified} verified, {found_total} found");
     }
 }
+
+/// The batched lookups the search makes (`View::for_each_posting_many_counted`) visit the
+/// same documents as many times, and count the same lists, as the lookups one key at a time
+/// over every segment (two segments and tombstones here); the search reports its matches in
+/// ascending id order whatever the order of the lookups.
+#[test]
+fn batched_lookups_equal_per_key_lookups_and_matches_come_in_id_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = build_random(tmp.path(), 5, "all");
+    let view = ix.view();
+    assert!(view.segments.len() >= 2 && !view.tombstones.is_empty());
+    let sample = ix.options().sample().unwrap();
+    let m = Matcher::new(view, sample, "0.4".parse().unwrap());
+    let mut scratch = Scratch::new(view.doc_ids());
+    let (mut x, mut found) = (Vec::new(), Vec::new());
+    let mut matches = 0;
+    for a in 0..view.doc_ids() {
+        if !view.features_into(a, &mut x).unwrap() {
+            continue;
+        }
+        for keys in [&x[..], &x[..x.len() / 2], &x[x.len() / 3..]] {
+            let (mut want, mut want_lists) = (Vec::new(), 0u64);
+            for &k in keys {
+                want_lists += view.for_each_posting_counted(k, |d| want.push(d)).unwrap() as u64;
+            }
+            let mut got = Vec::new();
+            let got_lists = view
+                .for_each_posting_many_counted(keys, |d| got.push(d))
+                .unwrap();
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!((got, got_lists), (want, want_lists), "doc {a}");
+        }
+        found.clear();
+        m.search(&x, |_| true, &mut scratch, &mut found).unwrap();
+        assert!(found.windows(2).all(|w| w[0].doc < w[1].doc), "doc {a}");
+        matches += found.len();
+    }
+    assert!(matches > view.doc_ids() as usize, "near-duplicates exist");
+}

@@ -229,6 +229,26 @@ impl<'a> BlockView<'a> {
         }
     }
 
+    /// Asks the CPU for the first cache lines [`BlockView::find`] of `key` reads (a hint
+    /// only, for version-2 blocks; no effect on results).
+    #[inline]
+    pub fn prefetch_find(&self, key: u64) {
+        if let BlockView::V2(v) = self {
+            if key >= v.first_key {
+                v.keys.prefetch_lower_bound(key - v.first_key);
+            }
+        }
+    }
+
+    /// Asks the CPU for the first cache lines [`BlockView::value`] of entry `i` reads (a hint
+    /// only, for version-2 blocks; no effect on results).
+    #[inline]
+    pub fn prefetch_value(&self, i: usize) {
+        if let BlockView::V2(v) = self {
+            v.ends.prefetch_get(i);
+        }
+    }
+
     /// Index of the entry with this key.
     #[inline]
     pub fn find(&self, key: u64) -> Option<usize> {

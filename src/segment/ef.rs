@@ -402,6 +402,52 @@ impl<'a> EfView<'a> {
         }
     }
 
+    /// Asks the CPU for the cache lines [`EfView::lower_bound`] of `x` reads first (a hint
+    /// only; no effect on results): the zero sample before `x`'s bucket, and where the bucket
+    /// and its low bits lie if the values are spread evenly (feature hashes are).
+    #[inline]
+    pub fn prefetch_lower_bound(&self, x: u64) {
+        let (n, l) = (self.lay.n, self.lay.l);
+        let h = if l == 64 { 0 } else { x >> l };
+        if n == 0 || h > self.lay.high_max {
+            return;
+        }
+        if h > 0 {
+            if let Some(b) = self.zeros.get((h as usize - 1) / SAMPLE * 4) {
+                super::prefetch(b);
+            }
+        }
+        let rank = (h as u128 * n as u128 / (self.lay.high_max as u128 + 1)) as usize;
+        if let Some(b) = self.high.get((h as usize).saturating_add(rank) / 8) {
+            super::prefetch(b);
+        }
+        if let Some(b) = self.low.get(rank.saturating_mul(l as usize) / 8) {
+            super::prefetch(b);
+        }
+    }
+
+    /// Asks the CPU for the cache lines [`EfView::get_pair`] of `i` reads (a hint only; no
+    /// effect on results): the one sample before value `i`, where its high bits lie if the
+    /// values are spread evenly, and its low bits (exact).
+    #[inline]
+    pub fn prefetch_get(&self, i: usize) {
+        let n = self.lay.n;
+        if i >= n {
+            return;
+        }
+        if let Some(b) = self.ones.get(i / SAMPLE * 4) {
+            super::prefetch(b);
+        }
+        let pos = i + (i as u128 * self.lay.high_max as u128 / n as u128) as usize;
+        if let Some(b) = self.high.get(pos / 8) {
+            super::prefetch(b);
+        }
+        let l = self.lay.l as usize;
+        if let Some(b) = self.low.get(i.saturating_sub(1) * l / 8) {
+            super::prefetch(b);
+        }
+    }
+
     /// Index of the first value `>= x` (`len()` if none), and whether it equals `x`.
     #[inline]
     pub fn lower_bound(&self, x: u64) -> (usize, bool) {

@@ -171,7 +171,7 @@ pub fn ranked_forward(dir: &Path, bytes: &[u8]) -> usize {
 }
 
 /// Opens the segment file at `path` and reads it all: every table, entry and value codec, the
-/// full verification, and point lookups.
+/// full verification, and point lookups, one at a time and batched (which must agree).
 pub fn file(path: &Path) -> usize {
     let Ok(seg) = Segment::open(path) else {
         return 0;
@@ -191,8 +191,46 @@ pub fn file(path: &Path) -> usize {
             }
         }
         let _ = seg.range(id, 10, 1 << 40).count();
+        n += batched_lookups(&seg, id);
     }
     n
+}
+
+/// Looks up some keys of table `id` (and their neighbours) together and one at a time:
+/// `get_postings_many` must give the lists `get_postings` gives, and fail when one of those
+/// fails. Panics otherwise.
+fn batched_lookups(seg: &Segment, id: u32) -> usize {
+    let mut keys: Vec<u64> = Vec::new();
+    for e in seg.iter(id).take(40) {
+        let Ok((key, _)) = e else { break };
+        keys.extend([key, key.wrapping_add(1)]);
+    }
+    keys.extend([0, u64::MAX]);
+    type One = crate::error::Result<Option<Vec<u32>>>;
+    let singles: Vec<One> = (keys.iter())
+        .map(|&k| {
+            seg.get_postings(id, k)
+                .map(|o| o.map(|l| l.iter().collect()))
+        })
+        .collect();
+    let mut got: Vec<(usize, Vec<u32>)> = Vec::new();
+    let many = seg.get_postings_many(id, &keys, |i, l| got.push((i, l.iter().collect())));
+    if singles.iter().all(|r| r.is_ok()) {
+        assert!(
+            many.is_ok(),
+            "batched lookups failed where single ones did not"
+        );
+        let want: Vec<(usize, Vec<u32>)> = (singles.into_iter().enumerate())
+            .filter_map(|(i, r)| r.ok().flatten().map(|l| (i, l)))
+            .collect();
+        assert_eq!(got, want, "batched lookups differ from single ones");
+    } else {
+        assert!(
+            many.is_err(),
+            "batched lookups passed where a single one failed"
+        );
+    }
+    got.len()
 }
 
 /// Decodes `bytes` as a POSTINGS key filter value and queries it; then builds the filter of the

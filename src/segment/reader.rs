@@ -23,6 +23,9 @@ use super::postings::{decode_postings, PostingList, VALUE_PATH};
 use super::u64s::{decode_u64s_version, U64List};
 use super::{SegmentMeta, TableMeta};
 
+/// Keys looked up together by [`Segment::get_postings_many`].
+pub const LOOKUP_GROUP: usize = 16;
+
 /// An open segment.
 pub struct Segment {
     pub(super) path: PathBuf,
@@ -300,6 +303,172 @@ impl Segment {
             _ => return Ok(None),
         }
         Ok(self.postings_may_contain(bi, key)?.then_some(bi))
+    }
+
+    /// [`Segment::get_postings`] of many keys, their memory accesses overlapped: the keys go
+    /// through the steps of a lookup (block search; block index entry and key filter header;
+    /// the filter's fingerprint bytes; the filter's answer and the block's key search; the
+    /// key's value ends; the value; its list) in groups of [`LOOKUP_GROUP`], each step asking
+    /// the CPU for the cache lines of the next one for the whole group, so a group waits for
+    /// memory about once a step instead of once a step and key (a large segment's lookups are
+    /// cache misses, not work). Calls `f(i, list)` for every `keys[i]` the table holds, in the
+    /// order of `keys` (ascending keys touch the block index and blocks in file order); the
+    /// lists, and the errors, are those of `get_postings` one key at a time.
+    pub fn get_postings_many(
+        &self,
+        table: u32,
+        keys: &[u64],
+        mut f: impl FnMut(usize, PostingList<'_>),
+    ) -> Result<()> {
+        use super::prefetch;
+        let Some(t) = self.table(table) else {
+            return Ok(());
+        };
+        let n = t.last_keys.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let slots: Option<&[(u64, u32)]> = if table == super::POSTINGS {
+            match self.filters.get_or_init(|| self.load_filters()) {
+                Ok(s) => s.as_deref(),
+                Err(_) => {
+                    // A damaged filter table: the keys one at a time, which report it for
+                    // exactly the keys whose lookups reach a filter.
+                    for (i, &k) in keys.iter().enumerate() {
+                        if let Some(list) = self.get_postings(table, k)? {
+                            f(i, list);
+                        }
+                    }
+                    return Ok(());
+                }
+            }
+        } else {
+            None
+        };
+        // The filter value of block `bi` (as `postings_may_contain` reads it); None: no filter.
+        let filter_of = |bi: usize| -> Option<&[u8]> {
+            let &(off, len) = slots?.get(bi)?;
+            Some(
+                self.map
+                    .get(off as usize..off as usize + len as usize)
+                    .unwrap_or(&[]),
+            )
+        };
+        const G: usize = LOOKUP_GROUP;
+        let mut bis = [0usize; G];
+        let mut live = [false; G];
+        let mut found: [Option<(BlockView<'_>, usize)>; G] = [None; G];
+        let mut values: [Option<&[u8]>; G] = [None; G];
+        for (c, chunk) in keys.chunks(G).enumerate() {
+            let g = chunk.len();
+            // 1. The block of each key (`partition_point(last < key)`): the group's binary
+            //    searches in lockstep, so each round's loads are independent of each other.
+            let mut base = [0usize; G];
+            let mut size = n;
+            while size > 1 {
+                let half = size / 2;
+                for j in 0..g {
+                    let mid = base[j] + half;
+                    if t.last_keys[mid] < chunk[j] {
+                        base[j] = mid;
+                    }
+                }
+                size -= half;
+            }
+            for j in 0..g {
+                let bi = base[j] + usize::from(t.last_keys[base[j]] < chunk[j]);
+                bis[j] = bi;
+                live[j] = bi < n;
+                if live[j] {
+                    prefetch(&t.blocks[bi]);
+                    if let Some(s) = slots.and_then(|s| s.get(bi)) {
+                        prefetch(s);
+                    }
+                }
+            }
+            // 2. Keys before their block's first key are absent; the others' filter and block
+            //    headers.
+            for j in 0..g {
+                if !live[j] {
+                    continue;
+                }
+                let b = &t.blocks[bis[j]];
+                if b.first_key > chunk[j] {
+                    live[j] = false;
+                    continue;
+                }
+                if let Some(x) = self.map.get(b.offset as usize) {
+                    prefetch(x);
+                }
+                if let Some(x) = filter_of(bis[j]).and_then(|v| v.first()) {
+                    prefetch(x);
+                }
+            }
+            // 3. The filters' fingerprint bytes.
+            for j in 0..g {
+                if live[j] {
+                    if let Some(Ok(Some(kf))) =
+                        filter_of(bis[j]).map(super::filter::KeyFilter::decode)
+                    {
+                        kf.prefetch(chunk[j]);
+                    }
+                }
+            }
+            // 4. The filters' answers; where a key may be present, the first cache lines of
+            //    the block's search (its key sequence's sample and bucket).
+            for j in 0..g {
+                if !live[j] {
+                    continue;
+                }
+                if let Some(v) = filter_of(bis[j]) {
+                    if !super::filter::may_contain(v, chunk[j]) {
+                        live[j] = false;
+                        continue;
+                    }
+                }
+                let b = &t.blocks[bis[j]];
+                let bytes = (b.offset as usize)
+                    .checked_add(b.len as usize)
+                    .and_then(|end| self.map.get(b.offset as usize..end));
+                if let Some(Ok(view)) = bytes.map(|x| BlockView::parse_version(x, self.version)) {
+                    view.prefetch_find(chunk[j]);
+                }
+            }
+            // 5. The block (checked on first use, as in `get`) and the key's entry; the
+            //    cache lines of its value's ends.
+            for j in 0..g {
+                found[j] = None;
+                if !live[j] {
+                    continue;
+                }
+                let view = self.block(t, bis[j])?;
+                if let Some(i) = view.find(chunk[j]) {
+                    view.prefetch_value(i);
+                    found[j] = Some((view, i));
+                }
+            }
+            // 6. The values; their first cache line.
+            for j in 0..g {
+                values[j] = match &found[j] {
+                    Some((view, i)) => {
+                        let v = self.value(t, bis[j], view, *i)?;
+                        if let Some(x) = v.first() {
+                            prefetch(x);
+                        }
+                        Some(v)
+                    }
+                    None => None,
+                };
+            }
+            // 7. The lists.
+            for j in 0..g {
+                if let Some(v) = values[j] {
+                    let list = decode_postings(v).map_err(|e| self.rebase(e, v))?;
+                    f(c * G + j, list);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether POSTINGS block `bi` may hold `key`, by its key filter (true without one).
