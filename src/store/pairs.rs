@@ -19,133 +19,16 @@
 //! document (a deletion never creates a pair, and tombstones are never lifted).
 
 use rocksdb::IteratorMode;
-use serde::{Deserialize, Serialize};
 
-use super::records::parse_doc_key;
+pub use super::records::{
+    counts_of, decode_pair, encode_pair_value, pair_key, PairsMarker, StoredPair,
+};
 use super::{db_err, Catalog, CatalogBatch, CF_META};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 pub const CF_PAIRS: &str = "pairs";
 /// `meta` key of the marker.
 pub const META_PAIRS: &[u8] = b"pairs";
-
-/// What the stored pairs are complete for (`meta/pairs`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PairsMarker {
-    /// The method whose pairs are stored (`shingle`).
-    pub method: String,
-    /// Every pair with resemblance at or above this threshold (the index's cluster
-    /// threshold, as `meta/options.cluster_threshold` spells it) is stored.
-    pub threshold: String,
-    /// The sampling the resemblances are computed under (`meta/options.sample`).
-    pub sample: String,
-}
-
-/// One stored pair: `a < b`, resemblance `inter / denom`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StoredPair {
-    pub a: u32,
-    pub b: u32,
-    pub inter: u64,
-    pub denom: u64,
-}
-
-impl StoredPair {
-    /// The resemblance as the matching computes it (`fingerprint::sample::Overlap`).
-    pub fn resemblance(&self) -> f64 {
-        if self.denom == 0 {
-            0.0
-        } else {
-            self.inter as f64 / self.denom as f64
-        }
-    }
-}
-
-/// The key of pair `(a, b)`: a BE, b BE.
-pub fn pair_key(a: u32, b: u32) -> [u8; 8] {
-    let mut k = [0u8; 8];
-    k[..4].copy_from_slice(&a.to_be_bytes());
-    k[4..].copy_from_slice(&b.to_be_bytes());
-    k
-}
-
-/// The value of a pair: LEB128 `inter` then LEB128 `denom`.
-pub fn encode_pair_value(inter: u64, denom: u64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(6);
-    for mut x in [inter, denom] {
-        loop {
-            let byte = (x & 0x7f) as u8;
-            x >>= 7;
-            if x == 0 {
-                v.push(byte);
-                break;
-            }
-            v.push(byte | 0x80);
-        }
-    }
-    v
-}
-
-/// Decodes one stored entry; anything but an 8-byte key with `a < b` and a value of exactly
-/// two varints with `inter <= denom` is corrupt.
-pub fn decode_pair(k: &[u8], v: &[u8]) -> Result<StoredPair> {
-    let bad = |reason: String| Error::CorruptEntry {
-        what: format!("pairs/{}", hex(k)),
-        reason,
-    };
-    if k.len() != 8 {
-        return Err(bad(format!("key of {} bytes (8 expected)", k.len())));
-    }
-    let a = parse_doc_key(&k[..4])?;
-    let b = parse_doc_key(&k[4..])?;
-    if a >= b {
-        return Err(bad(format!("pair ({a}, {b}) not ordered older < younger")));
-    }
-    let mut pos = 0;
-    let mut next = || -> Option<u64> {
-        let mut x = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = *v.get(pos)?;
-            pos += 1;
-            x |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Some(x);
-            }
-        }
-        None
-    };
-    let (inter, denom) = match (next(), next()) {
-        (Some(i), Some(d)) => (i, d),
-        _ => return Err(bad("truncated value".into())),
-    };
-    if pos != v.len() {
-        return Err(bad(format!("{} trailing bytes", v.len() - pos)));
-    }
-    if inter > denom || denom == 0 {
-        return Err(bad(format!("resemblance {inter}/{denom} out of range")));
-    }
-    Ok(StoredPair { a, b, inter, denom })
-}
-
-fn hex(k: &[u8]) -> String {
-    k.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The integers behind a resemblance the matching computed as `inter / denom` in f64: `denom`
-/// recovered as `round(inter / resemblance)` (exact while denom < 2^50: two roundings of
-/// relative error 2^-53 each), then checked by recomputing the f64. `None` when the check
-/// fails (the caller then does not keep the table) or the pair is undefined.
-pub fn counts_of(inter: u64, resemblance: f64) -> Option<(u64, u64)> {
-    if inter == 0 || !(resemblance > 0.0 && resemblance <= 1.0) {
-        return None;
-    }
-    let denom = (inter as f64 / resemblance).round();
-    if !(denom >= inter as f64 && denom < (1u64 << 50) as f64) {
-        return None;
-    }
-    let denom = denom as u64;
-    (inter as f64 / denom as f64 == resemblance).then_some((inter, denom))
-}
 
 impl Catalog {
     /// The marker, if the stored pairs are complete (see the module doc).
@@ -231,6 +114,15 @@ mod tests {
         assert!(decode_pair(&pair_key(0, 1), &[6, 5]).is_err());
         assert!(decode_pair(&pair_key(0, 1), &[0, 0]).is_err());
         assert!(decode_pair(&[0, 0, 0, 1], &[4, 5]).is_err());
+        // Overlong varints (a zero last byte after the first; bits past 64) are corrupt.
+        assert!(decode_pair(&pair_key(0, 1), &[0x84, 0x00, 5]).is_err());
+        let mut big = vec![0xff; 9];
+        big.push(0x02);
+        big.push(1);
+        assert!(decode_pair(&pair_key(0, 1), &big).is_err());
+        let max = encode_pair_value(u64::MAX, u64::MAX);
+        assert_eq!(max.len(), 20);
+        assert_eq!(decode_pair(&pair_key(0, 1), &max).unwrap().denom, u64::MAX);
     }
 
     #[test]
