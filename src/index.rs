@@ -257,6 +257,14 @@ fn create_catalog(dir: &Path, create: &CreateOptions) -> Result<()> {
         let mut b = catalog.batch_writer();
         b.put_meta_json(META_OPTIONS, &options);
         b.put_meta_json(crate::store::META_MANIFEST, &Manifest::new());
+        if options.max_df.is_none() {
+            // Empty: every pair at the cluster threshold is stored, so far (store::pairs).
+            b.put_pairs_marker(&crate::store::pairs::PairsMarker {
+                method: "shingle".into(),
+                threshold: options.cluster_threshold.clone(),
+                sample: options.sample.clone(),
+            });
+        }
         catalog.commit(b)?;
     }
     let target = dir.join(CATALOG_DIR);

@@ -43,6 +43,11 @@ impl Threshold {
         whole > 0 && (part as u128) * (self.den as u128) >= (self.num as u128) * (whole as u128)
     }
 
+    /// True when `self >= other`, exactly.
+    pub fn at_least(&self, other: Threshold) -> bool {
+        (self.num as u128) * (other.den as u128) >= (other.num as u128) * (self.den as u128)
+    }
+
     /// The smallest integer `m` with `m / whole >= self`, i.e. `ceil(self * whole)`.
     pub fn ceil_of(&self, whole: u64) -> u64 {
         let p = (self.num as u128) * (whole as u128);

@@ -96,6 +96,43 @@ pub(crate) fn stage_clusters(
     crate::cluster::apply_edges_over(catalog, &overlay, wb, &edges, doc_lo)
 }
 
+/// Stages the batch's pairs at the cluster threshold (every pair involving one of its new
+/// documents, as its matching found them) into the stored pairs and declares the table kept
+/// (format-spec/rocksdb.md, "`pairs`: stored pairs"), when the index keeps the table (its
+/// marker is there and names `threshold` and `sample`, the matching's). Otherwise, or when a
+/// pair's resemblance cannot be stored exactly, nothing is put and the publishing write
+/// deletes the marker (`Catalog::commit`). Returns the number of pairs put.
+pub(crate) fn stage_pairs(
+    catalog: &Catalog,
+    wb: &mut CatalogBatch<'_>,
+    threshold: Threshold,
+    sample: &str,
+    pairs: &[Pair],
+) -> Result<u64> {
+    let Some(marker) = catalog.pairs_marker()? else {
+        return Ok(0);
+    };
+    let same_threshold = marker
+        .threshold
+        .parse::<Threshold>()
+        .is_ok_and(|t| t == threshold);
+    if marker.method != "shingle" || !same_threshold || marker.sample != sample {
+        return Ok(0);
+    }
+    let mut counts = Vec::with_capacity(pairs.len());
+    for p in pairs {
+        match crate::store::pairs::counts_of(p.m.inter, p.m.resemblance) {
+            Some(c) if p.a < p.b => counts.push(c),
+            _ => return Ok(0),
+        }
+    }
+    for (p, (inter, denom)) in pairs.iter().zip(counts) {
+        wb.put_pair(p.a, p.b, inter, denom);
+    }
+    wb.keep_pairs();
+    Ok(pairs.len() as u64)
+}
+
 /// Stages the new generation of `manifest`, the next doc id and the batch record.
 pub(crate) fn stage_batch(
     wb: &mut CatalogBatch<'_>,

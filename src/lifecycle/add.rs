@@ -447,6 +447,10 @@ impl Index {
             pairs,
             doc_lo,
         )?;
+        // The call's pairs into the stored pairs (`pairs` answers from them).
+        let options = self.options();
+        let t = options.cluster_threshold()?;
+        publish::stage_pairs(catalog, &mut wb, t, &options.sample, pairs)?;
         // The segment the new documents were matched in holds exactly them: the next
         // snapshot keeps it as a piece of the delta (its file goes with the temporary
         // folder, the mapping stays).

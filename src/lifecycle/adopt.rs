@@ -332,7 +332,7 @@ impl Index {
             ..PairsConfig::new(self.options().sample()?, threshold)
         };
         let sort = SortOptions::new(opts.mem_bytes, self.tmp_dir());
-        let mut edges: Vec<(u32, u32)> = Vec::new();
+        let mut pairs: Vec<crate::pipeline::plan::Pair> = Vec::new();
         for_each_pair(
             opts.matching,
             &view,
@@ -341,16 +341,20 @@ impl Index {
             doc_lo..doc_hi,
             doc_lo,
             |block| {
-                edges.extend(block.iter().map(|p| (p.a, p.b)));
+                pairs.extend_from_slice(block);
                 Ok(())
             },
         )?;
-        edges.sort_unstable();
+        pairs.sort_unstable_by_key(|p| (p.a, p.b));
+        let edges: Vec<(u32, u32)> = pairs.iter().map(|p| (p.a, p.b)).collect();
         s.near_duplicate_pairs = edges.len() as u64;
 
         // One synced write, as ingest's publish.
         let mut wb = catalog.batch_writer();
         cluster::apply_edges(catalog, &mut wb, &edges, doc_lo)?;
+        let sample = self.options().sample.clone();
+        publish::stage_pairs(catalog, &mut wb, threshold, &sample, &pairs)?;
+        drop(pairs);
         let mut batch_digests: HashMap<[u8; 16], u32> = HashMap::new();
         for (i, r) in docs.iter().enumerate() {
             let d = doc_lo + i as u32;

@@ -20,6 +20,8 @@ mod docs;
 mod pairs;
 mod query;
 #[cfg(test)]
+mod stored_pairs_tests;
+#[cfg(test)]
 mod tests;
 
 pub use crate::input::Source;

@@ -107,6 +107,9 @@ impl Index {
         let view = self.view();
         let mut cfg = PairsConfig::new(self.options().sample()?, t);
         cfg.max_df = super::run_max_df(self, req.max_df);
+        if req.matching == Matching::Auto && cfg.max_df.is_none() && self.stored_pairs_apply(t)? {
+            return self.pairs_from_store(req, t, each).map(Some);
+        }
         let sort = SortOptions::new(req.mem.unwrap_or_else(super::default_mem), self.tmp_dir());
         crate::segment::set_key_cache_budget(crate::segment::key_cache_share(sort.mem_bytes));
         // The planner's estimates go into the stats whatever the request (with a forced
@@ -150,7 +153,93 @@ impl Index {
                 Ok(())
             },
         )?;
-        Ok(Some(stats))
+        Ok(Some(PairsStats {
+            source: Some("matching"),
+            ..stats
+        }))
+    }
+
+    /// Whether the stored pairs answer shingle pairs at `t` exactly (format-spec/rocksdb.md,
+    /// "`pairs`: stored pairs"): the marker is there (every pair at or above the cluster
+    /// threshold is stored since creation; no writer published documents without theirs),
+    /// it names the index's cluster threshold and sample, the index has no commonality limit,
+    /// and `t` is at least the cluster threshold. (The caller checks the run's own limit and
+    /// the requested matching.)
+    pub fn stored_pairs_apply(&self, t: Threshold) -> Result<bool> {
+        let o = self.options();
+        if o.max_df.is_some() {
+            return Ok(false);
+        }
+        let Some(m) = self.catalog.pairs_marker()? else {
+            return Ok(false);
+        };
+        let ct = o.cluster_threshold()?;
+        let same = m.method == "shingle"
+            && m.sample == o.sample
+            && m.threshold.parse::<Threshold>().is_ok_and(|x| x == ct);
+        Ok(same && t.at_least(ct))
+    }
+
+    /// `pairs` from the stored pairs: one scan in key order (older id, then younger: the
+    /// matching's order), skipping pairs of documents this snapshot does not have (published
+    /// later) or has deleted, and those below `t`; handed on in blocks with their keys.
+    fn pairs_from_store(
+        &self,
+        req: &PairsRequest,
+        t: Threshold,
+        mut each: impl FnMut(&KeyedPair) -> Result<()>,
+    ) -> Result<PairsStats> {
+        const BLOCK: usize = 4096;
+        let view = self.view();
+        let mut stats = PairsStats {
+            source: Some("stored"),
+            ..Default::default()
+        };
+        let mut read = 0u64;
+        let mut block: Vec<crate::store::pairs::StoredPair> = Vec::with_capacity(BLOCK);
+        let mut ids: Vec<u32> = Vec::new();
+        let mut flush = |block: &mut Vec<crate::store::pairs::StoredPair>,
+                         stats: &mut PairsStats|
+         -> Result<()> {
+            if block.is_empty() {
+                return Ok(());
+            }
+            ids.clear();
+            ids.extend(block.iter().flat_map(|p| [p.a, p.b]));
+            let keys = self.keys_of(&ids)?;
+            let sites = self.sites_if(req.sites, &ids)?;
+            for p in block.iter() {
+                let (ka, kb) = ordered(&keys, p.a, p.b);
+                each(&KeyedPair {
+                    key_a: ka.to_owned(),
+                    key_b: kb.to_owned(),
+                    resemblance: p.resemblance(),
+                    method: Method::Shingle,
+                    hamming: None,
+                    agree: None,
+                    same_site: same_site(&sites, req.sites, p.a, p.b),
+                })?;
+            }
+            stats.pairs += block.len() as u64;
+            stats.blocks += 1;
+            stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+            block.clear();
+            Ok(())
+        };
+        for p in self.catalog.iter_pairs() {
+            let p = p?;
+            read += 1;
+            if !(view.is_live(p.a) && view.is_live(p.b)) || !t.admits(p.inter, p.denom) {
+                continue;
+            }
+            block.push(p);
+            if block.len() == BLOCK {
+                flush(&mut block, &mut stats)?;
+            }
+        }
+        flush(&mut block, &mut stats)?;
+        stats.stored_read = Some(read);
+        Ok(stats)
     }
 }
 

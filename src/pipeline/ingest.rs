@@ -610,6 +610,10 @@ impl Index {
             pairs,
             doc_lo,
         )?;
+        // The batch's pairs into the stored pairs (`pairs` answers from them).
+        let options = self.options();
+        let t = options.cluster_threshold()?;
+        publish::stage_pairs(catalog, &mut wb, t, &options.sample, pairs)?;
         // The documents are staged already; what waits for the publish, and the scratch keys.
         publish::stage_staged_replacements(catalog, &mut wb)?;
         let s = &mut b.s;

@@ -70,6 +70,14 @@ pub struct PairsStats {
     /// The matching that ran (`auto` resolved), when chosen through [`for_each_pair`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matching: Option<Matching>,
+    /// Who answered a whole-index `pairs` (`Index::pairs`): `stored` (the stored pairs,
+    /// format-spec/rocksdb.md) or `matching`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'static str>,
+    /// Stored pairs only: entries of the stored pairs read (kept or skipped as tombstoned,
+    /// unpublished or below the threshold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored_read: Option<u64>,
 }
 
 /// One found pair, `a < b` by doc id.

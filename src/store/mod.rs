@@ -6,6 +6,7 @@
 
 pub mod delta;
 pub mod manifest;
+pub mod pairs;
 pub mod records;
 #[cfg(test)]
 mod spec_tests;
@@ -38,7 +39,8 @@ pub const CF_CLUSTERS: &str = "clusters";
 pub const CF_MEMBERS: &str = "members";
 pub const CF_TOMBSTONES: &str = "tombstones";
 pub use delta::CF_DELTA;
-const ALL_CFS: [&str; 9] = [
+pub use pairs::CF_PAIRS;
+const ALL_CFS: [&str; 10] = [
     CF_META,
     CF_DOCS,
     CF_KEYS,
@@ -48,6 +50,7 @@ const ALL_CFS: [&str; 9] = [
     CF_MEMBERS,
     CF_TOMBSTONES,
     CF_DELTA,
+    CF_PAIRS,
 ];
 
 /// Attempts of a read-only open that races with the writer's RocksDB compaction.
@@ -60,7 +63,7 @@ pub const META_NEXT_DOC: &[u8] = b"next_doc";
 /// The catalog's format version (format-spec/rocksdb.md, "Version history"): 4 bytes, u32 LE.
 pub const META_FORMAT: &[u8] = b"format";
 /// The catalog format this build writes and the newest it reads.
-pub const CATALOG_FORMAT: u32 = 4;
+pub const CATALOG_FORMAT: u32 = 5;
 
 /// How to open the catalog.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -504,6 +507,7 @@ impl Catalog {
             cat: self,
             wb: WriteBatch::default(),
             next_doc: None,
+            pairs_kept: false,
         }
     }
 
@@ -511,12 +515,23 @@ impl Catalog {
     pub fn commit(&self, batch: CatalogBatch<'_>) -> Result<()> {
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
+        let batch = self.guard_pairs(batch);
         let next = batch.next_doc;
         self.db
             .write_opt(batch.wb, &wo)
             .map_err(|e| db_err(&self.path, e))?;
         self.publish_next_doc(next);
         Ok(())
+    }
+
+    /// A write that publishes new documents (moves `meta/next_doc` up) without declaring
+    /// their stored pairs ([`CatalogBatch::keep_pairs`]) deletes the stored-pairs marker in
+    /// the same atomic write: the table no longer holds every pair (store::pairs).
+    fn guard_pairs<'a>(&self, mut batch: CatalogBatch<'a>) -> CatalogBatch<'a> {
+        if !batch.pairs_kept && batch.next_doc.is_some_and(|n| n > self.published()) {
+            batch.clear_pairs_marker();
+        }
+        batch
     }
 
     /// After a write that put `meta/next_doc`: what it staged below it is visible now.
@@ -532,6 +547,7 @@ impl Catalog {
     /// group only after the sync.
     pub fn commit_unsynced(&self, batch: CatalogBatch<'_>) -> Result<()> {
         let wo = WriteOptions::default();
+        let batch = self.guard_pairs(batch);
         let next = batch.next_doc;
         self.db
             .write_opt(batch.wb, &wo)
@@ -557,6 +573,8 @@ pub struct CatalogBatch<'a> {
     wb: WriteBatch,
     /// The `meta/next_doc` this batch puts, if any.
     next_doc: Option<u32>,
+    /// The write holds the stored pairs of the documents it publishes (store::pairs).
+    pairs_kept: bool,
 }
 
 impl CatalogBatch<'_> {

@@ -4,6 +4,7 @@
 //! little-endian header followed by the key bytes, not JSON.
 
 use byteorder::{ByteOrder, LittleEndian as LE};
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
@@ -176,6 +177,132 @@ pub fn decode_u32(what: &str, b: &[u8]) -> Result<u32> {
             what: what.into(),
             reason: format!("{} bytes, expected 4", b.len()),
         })
+}
+
+// ---- stored pairs (format-spec/rocksdb.md, "`pairs`: stored pairs"; store::pairs) ----
+
+/// What the stored pairs are complete for (`meta/pairs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PairsMarker {
+    /// The method whose pairs are stored (`shingle`).
+    pub method: String,
+    /// Every pair with resemblance at or above this threshold (the index's cluster
+    /// threshold, as `meta/options.cluster_threshold` spells it) is stored.
+    pub threshold: String,
+    /// The sampling the resemblances are computed under (`meta/options.sample`).
+    pub sample: String,
+}
+
+/// One stored pair: `a < b`, resemblance `inter / denom`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoredPair {
+    pub a: u32,
+    pub b: u32,
+    pub inter: u64,
+    pub denom: u64,
+}
+
+impl StoredPair {
+    /// The resemblance as the matching computes it (`fingerprint::sample::Overlap`).
+    pub fn resemblance(&self) -> f64 {
+        if self.denom == 0 {
+            0.0
+        } else {
+            self.inter as f64 / self.denom as f64
+        }
+    }
+}
+
+/// The key of pair `(a, b)`: a BE, b BE.
+pub fn pair_key(a: u32, b: u32) -> [u8; 8] {
+    let mut k = [0u8; 8];
+    k[..4].copy_from_slice(&a.to_be_bytes());
+    k[4..].copy_from_slice(&b.to_be_bytes());
+    k
+}
+
+/// The value of a pair: LEB128 `inter` then LEB128 `denom`.
+pub fn encode_pair_value(inter: u64, denom: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(6);
+    for mut x in [inter, denom] {
+        loop {
+            let byte = (x & 0x7f) as u8;
+            x >>= 7;
+            if x == 0 {
+                v.push(byte);
+                break;
+            }
+            v.push(byte | 0x80);
+        }
+    }
+    v
+}
+
+/// Decodes one stored entry; anything but an 8-byte key with `a < b` and a value of exactly
+/// two varints with `inter <= denom` is corrupt.
+pub fn decode_pair(k: &[u8], v: &[u8]) -> Result<StoredPair> {
+    let bad = |reason: String| Error::CorruptEntry {
+        what: format!("pairs/{}", hex(k)),
+        reason,
+    };
+    if k.len() != 8 {
+        return Err(bad(format!("key of {} bytes (8 expected)", k.len())));
+    }
+    let a = parse_doc_key(&k[..4])?;
+    let b = parse_doc_key(&k[4..])?;
+    if a >= b {
+        return Err(bad(format!("pair ({a}, {b}) not ordered older < younger")));
+    }
+    let mut pos = 0;
+    // Canonical LEB128 only (no overlong forms: a last byte of 0 after the first, nor bits
+    // beyond 64), so a value that decodes re-encodes to the same bytes.
+    let mut next = || -> Option<u64> {
+        let mut x = 0u64;
+        for (i, shift) in (0..64).step_by(7).enumerate() {
+            let byte = *v.get(pos)?;
+            pos += 1;
+            let part = u64::from(byte & 0x7f);
+            if (shift == 63 && part > 1) || (i > 0 && byte == 0) {
+                return None;
+            }
+            x |= part << shift;
+            if byte & 0x80 == 0 {
+                return Some(x);
+            }
+        }
+        None
+    };
+    let (inter, denom) = match (next(), next()) {
+        (Some(i), Some(d)) => (i, d),
+        _ => return Err(bad("truncated or overlong value".into())),
+    };
+    if pos != v.len() {
+        return Err(bad(format!("{} trailing bytes", v.len() - pos)));
+    }
+    if inter > denom || denom == 0 {
+        return Err(bad(format!("resemblance {inter}/{denom} out of range")));
+    }
+    Ok(StoredPair { a, b, inter, denom })
+}
+
+fn hex(k: &[u8]) -> String {
+    k.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The integers behind a resemblance the matching computed as `inter / denom` in f64: `denom`
+/// recovered as `round(inter / resemblance)` (exact while denom < 2^50: two roundings of
+/// relative error 2^-53 each), then checked by recomputing the f64. `None` when the check
+/// fails (the caller then does not keep the table) or the pair is undefined.
+pub fn counts_of(inter: u64, resemblance: f64) -> Option<(u64, u64)> {
+    if inter == 0 || !(resemblance > 0.0 && resemblance <= 1.0) {
+        return None;
+    }
+    let denom = (inter as f64 / resemblance).round();
+    if !(denom >= inter as f64 && denom < (1u64 << 50) as f64) {
+        return None;
+    }
+    let denom = denom as u64;
+    (inter as f64 / denom as f64 == resemblance).then_some((inter, denom))
 }
 
 #[cfg(test)]

@@ -262,3 +262,36 @@ fn every_column_family_of_the_spec_exists_and_no_other() {
     ours.sort();
     assert_eq!(named, ours);
 }
+
+#[test]
+fn stored_pairs_golden_bytes_and_marker() {
+    use super::pairs::{PairsMarker, CF_PAIRS, META_PAIRS};
+    let dir = tempfile::tempdir().unwrap();
+    let cat = open(dir.path());
+    let mut wb = cat.batch_writer();
+    wb.put_pair(1, 258, 300, 301);
+    wb.put_pair(0, 0x0102_0304, 4, 5);
+    cat.commit(wb).unwrap();
+    // Key: older u32 BE ++ younger u32 BE (so key order is the output order); value: LEB128
+    // inter, LEB128 denom (the spec's example: 1, 258, 300/301).
+    assert_eq!(
+        raw(&cat, CF_PAIRS),
+        vec![
+            (vec![0, 0, 0, 0, 1, 2, 3, 4], vec![4, 5]),
+            (vec![0, 0, 0, 1, 0, 0, 1, 2], vec![0xac, 0x02, 0xad, 0x02]),
+        ]
+    );
+    // The marker: the spec's example is what a new default index stores.
+    let example = json_blocks(&spec("rocksdb.md"))
+        .into_iter()
+        .find(|b| b.get("method").is_some() && b.get("threshold").is_some())
+        .expect("rocksdb.md lost the stored-pairs marker example");
+    round_trips::<PairsMarker>(&example);
+    let ix = crate::index::Index::open_writer(
+        dir.path().join("ix"),
+        &crate::options::CreateOptions::default(),
+    )
+    .unwrap();
+    let written: serde_json::Value = ix.catalog.meta_json(META_PAIRS).unwrap().unwrap();
+    assert_eq!(written, example);
+}

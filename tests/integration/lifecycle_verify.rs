@@ -62,8 +62,10 @@ fn bit_flips_are_reported_with_file_and_offset_and_never_served() {
     assert_eq!(out.status.code(), Some(5));
     assert!(stdout(&out).contains(&format!("{seg_name}: offset 16")));
 
-    // Reads: the damaged forward block of doc 0 is touched by pairs and by a query of doc 0.
-    let out = idx.run_raw(&["pairs", "--threshold", "0.8"]);
+    // Reads: the damaged forward block of doc 0 is touched by the matching of pairs and by
+    // a query of doc 0. (At the cluster threshold `pairs` would answer from the stored pairs
+    // in the catalog, reading no segment: the matching is forced.)
+    let out = idx.run_raw(&["pairs", "--threshold", "0.8", "--matching", "probe"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

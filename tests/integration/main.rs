@@ -41,3 +41,4 @@ mod runs;
 mod segment_format;
 mod serve;
 mod sites_henzinger;
+mod stored_pairs;

@@ -58,7 +58,17 @@ fn max_df_cuts_postings_and_keeps_planted_recall() {
         count(&s_cut, "candidate_records") * 2 < count(&s_exact, "candidate_records"),
         "the limit must cut candidate records"
     );
-    let (_, s_auto) = pairs(&free, &[]);
+    // At the cluster threshold auto answers from the stored pairs (the same pairs); below
+    // it the planner chooses the matching.
+    let (stored, s_stored) = pairs(&free, &[]);
+    assert_eq!(s_stored["source"], "stored");
+    assert_eq!(stored, exact, "stored pairs and join");
+    let below = |extra: &[&str]| {
+        let mut args = vec!["pairs", "--stats", "--threshold", "0.45"];
+        args.extend_from_slice(extra);
+        stats_of(&free.run(&args))
+    };
+    let s_auto = below(&[]);
     assert_eq!(
         s_auto["matching"], "probe",
         "auto: a small index fits in memory"
@@ -71,7 +81,7 @@ fn max_df_cuts_postings_and_keeps_planted_recall() {
         "{s_auto}"
     );
     assert_eq!(s_exact["plan"]["choice"], "probe", "{s_exact}");
-    let (_, s_big) = pairs(&free, &["--mem", "1MiB"]);
+    let s_big = below(&["--mem", "1MiB"]);
     assert_eq!(s_big["plan"]["choice"], "join", "{s_big}");
     assert_eq!(
         s_big["matching"], "join",
