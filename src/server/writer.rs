@@ -187,6 +187,10 @@ struct Writer {
     merge_seq: u64,
 }
 
+/// How often an idle writer looks at a running background merge (to publish it and start
+/// the next one the policy asks for) before it gives the writer lock back.
+const MERGE_POLL: Duration = Duration::from_millis(50);
+
 /// The server's merge policy: small segments (folds of the delta and their merges) merge in
 /// pairs of one size (a binary counter: after `k` folds at most popcount(k) of them, each
 /// document rewritten about log2(k) times), so a probe key visits few segments and a page's
@@ -331,26 +335,37 @@ impl Writer {
 
     fn run(&mut self) {
         let mut stopping = false;
+        // When the last request was applied: the writer lock is given back `idle` after it.
+        let mut last_op = Instant::now();
         loop {
             let op = match self.pending.pop_front() {
                 Some(op) => op,
                 None if stopping => break,
                 None => {
-                    let wait = if self.index.is_some() {
-                        self.cfg.idle
-                    } else {
+                    let wait = if self.index.is_none() {
                         Duration::from_secs(3600)
+                    } else if self.merging.is_some() {
+                        // A background merge runs: look at it often, so that a quiet server
+                        // publishes it and lets the policy start the next one.
+                        MERGE_POLL.min(self.cfg.idle.saturating_sub(last_op.elapsed()))
+                    } else {
+                        self.cfg.idle.saturating_sub(last_op.elapsed())
                     };
                     match self.rx.recv_timeout(wait) {
                         Ok(op) => op,
                         Err(RecvTimeoutError::Timeout) => {
-                            self.release();
+                            if self.index.is_some() && last_op.elapsed() < self.cfg.idle {
+                                self.finish_merge(false);
+                            } else {
+                                self.release();
+                            }
                             continue;
                         }
                         Err(RecvTimeoutError::Disconnected) => break,
                     }
                 }
             };
+            last_op = Instant::now();
             match op {
                 Op::Shutdown => {
                     stopping = true;
