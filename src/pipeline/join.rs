@@ -43,12 +43,11 @@ use crate::view::View;
 
 use super::plan::{sorts_budget, Pair, PairsConfig, PairsStats};
 
-/// Probing documents handled per parallel step of phase 1.
-const PROBE_BLOCK: u32 = 4096;
 /// Candidates verified per parallel step of phase 3 (extended to the end of a partner group).
 const VERIFY_CHUNK: usize = 1 << 20;
 /// Stored-list entries (features) one verification chunk reads at most (cut at a partner
-/// boundary), as a share of the memory budget: the chunk's lists and their mapped hashes
+/// boundary), and one group of probing documents of phase 1 (their lists read and mapped
+/// together), as a share of the memory budget: the chunk's lists and their mapped hashes
 /// cost up to 20 bytes an entry (list, hashes, the bulk mapping's order), and an eighth of
 /// `--mem` goes to them; within [`VERIFY_LISTS_MIN`, `VERIFY_LISTS_MAX`]. The more ranks of
 /// one segment a chunk maps at once, the more of them each POSTINGS block serves.
@@ -159,23 +158,37 @@ pub fn join_pairs(
         vec![u32::MAX; view.segments.len()]
     };
     let mut probes = ExternalSorter::<ProbeRecord>::new(half.clone())?;
+    let max_listed = verify_lists(sort.mem_bytes);
     let end = docs.end.min(view.doc_ids());
     let mut lo = docs.start;
     while lo < end {
-        let hi = lo.saturating_add(PROBE_BLOCK).min(end);
+        // The probers' lists a group at a time (as many as `max_listed` entries), their ranks
+        // mapped to keys in bulk, segment by segment (query::DocLists): each POSTINGS block
+        // located and checked once for all the ranks in it, not once per rank.
+        let mut hi = lo;
+        let mut listed = 0u64;
+        while hi < end && (hi == lo || listed + view.size(hi) as u64 <= max_listed) {
+            listed += view.size(hi) as u64;
+            hi += 1;
+        }
         let ids: Vec<u32> = (lo..hi)
             .filter(|&d| view.is_live(d) && view.size(d) > 0)
             .collect();
-        let chunks: Vec<Result<(Vec<ProbeRecord>, Scratch, SegmentProbes)>> = ids
+        let mut lists = crate::query::DocLists::read(view, ids)?;
+        lists.map_hashes_caching(view, |_| true)?;
+        let lists = &lists;
+        let idx: Vec<usize> = (0..lists.len()).collect();
+        let chunks: Vec<Result<(Vec<ProbeRecord>, Scratch, SegmentProbes)>> = idx
             .par_chunks(64)
             .map_init(
-                || (Scratch::new(0), SegmentProbes::default(), Vec::new()),
-                |(scratch, sp, x), chunk| {
+                || (Scratch::new(0), SegmentProbes::default()),
+                |(scratch, sp), chunk| {
                     let mut out = Vec::new();
-                    for &a in chunk {
-                        if !view.features_into(a, x)? {
+                    for &i in chunk {
+                        let a = lists.id(i);
+                        let Some(x) = lists.segment(i).and_then(|_| lists.hashes(i)) else {
                             continue;
-                        }
+                        };
                         if per_segment {
                             if matcher.choose_segment_probes(x, scratch, sp)? {
                                 out.extend(sp.probes.iter().map(|&(key, segs)| ProbeRecord {
@@ -206,7 +219,7 @@ pub fn join_pairs(
             stats.add_absent_first(&s);
             probes.extend(recs)?;
         }
-        stats.documents += ids.len() as u64;
+        stats.documents += lists.len() as u64;
         lo = hi;
     }
     stats.probe_records = probes.stats().records;
