@@ -36,6 +36,7 @@ use byteorder::{ByteOrder, LittleEndian};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::fingerprint::Sample;
 use crate::query::{Match, Scratch, SegmentProbes};
 use crate::segment::{self, Seeker};
 use crate::sort::{DocPair, ExternalSorter, ProbeRecord, Record, SortOptions};
@@ -227,8 +228,14 @@ pub fn join_pairs(
     stats.runs_spilled += probes.stats().runs_spilled;
 
     // 2. Merge join of the probe stream with each segment's postings -> candidates by partner.
+    // With a sampling whose `may_reach` bound prunes (all, mod:M) and no commonality limit
+    // (so every prober probed exactly `|A| - m + 1` keys in each segment), the candidate
+    // records are kept with their repeats: a (partner, prober) record comes once per probe
+    // key whose posting list holds the partner, and that count bounds their overlap as in
+    // probe matching (`Matcher::search`). Otherwise the sort drops the repeats.
+    let prune = cfg.max_df.is_none() && matches!(cfg.sample, Sample::All | Sample::Mod(_));
     let mut cands = ExternalSorter::<DocPair>::new(SortOptions {
-        dedup: true,
+        dedup: !prune,
         ..half.clone()
     })?;
     let mut seekers: Vec<Seeker<'_>> = view
@@ -429,8 +436,42 @@ pub fn join_pairs(
     // bounds, counted per candidate (an upper bound).
     let max_listed = verify_lists(sort.mem_bytes);
     let mut listed = 0u64;
+    // A candidate's probe hits: how many records of it the sorted stream holds (1 when the
+    // sort dropped the repeats). A prober `a` of `n` features that probed `p = n - m + 1` keys
+    // shares at most `hits + (n - p)` features with the partner (`Matcher::search`): when
+    // even that cannot reach the threshold at the partner's size, the pair is not verified.
+    let mut pending: Option<(DocPair, u64)> = None;
+    let mut next = move |c: Option<DocPair>| -> Option<(DocPair, u64)> {
+        match (pending, c) {
+            (Some((p, h)), Some(c)) if p == c => {
+                pending = Some((p, h + 1));
+                None
+            }
+            (done, c) => {
+                pending = c.map(|c| (c, 1));
+                done
+            }
+        }
+    };
+    let may_reach = |c: &DocPair, hits: u64| {
+        if !prune {
+            return true;
+        }
+        let n = view.size(c.b) as usize;
+        let m = cfg.sample.min_overlap(cfg.threshold, n).max(1);
+        let unprobed = (m - 1) as u64;
+        let d_len = view.size(c.a) as usize;
+        cfg.sample
+            .may_reach(cfg.threshold, n, d_len, hits + unprobed)
+    };
+    let cands = (cands.map(|c| c.map(Some))).chain(std::iter::once(Ok(None)));
     for c in cands {
-        let c = c?;
+        let Some((c, hits)) = next(c?) else {
+            continue;
+        };
+        if !may_reach(&c, hits) {
+            continue;
+        }
         // Cut chunks at partner boundaries so each partner's list is read once.
         let new_partner = chunk.last().is_none_or(|l| l.a != c.a);
         if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= max_listed) {

@@ -466,4 +466,104 @@ mod tests {
             }
         }
     }
+
+    /// Probe matching in groups of any size (down to one probing document, and one candidate
+    /// list, at a time) finds the pairs of matching document by document with
+    /// `Matcher::search_own`, on format 2 and format 3 (lists mapped in bulk, candidates of
+    /// other segments verified after the group's probes) and with two segments.
+    #[test]
+    fn probe_groups_of_any_size_match_document_by_document() {
+        for sample in ["all", "adaptive"] {
+            let tmp = tempfile::tempdir().unwrap();
+            for format in [2, 3] {
+                let ix = two_batch_index(&tmp.path().join(format!("f{format}")), format, sample);
+                let view = ix.view();
+                let s = ix.options().sample().unwrap();
+                let cfg = PairsConfig::new(s, "0.5".parse().unwrap());
+                let matcher = cfg.matcher(view, 0);
+                // Document by document, as before the bulk mapping.
+                let mut want = Vec::new();
+                let mut scratch = Scratch::new(view.doc_ids());
+                let (mut x, mut raw, mut found) = (Vec::new(), Vec::new(), Vec::new());
+                let mut ranked = 0;
+                for a in 0..view.doc_ids() {
+                    let Some(seg) = view.features_and_raw_into(a, &mut x, &mut raw).unwrap() else {
+                        continue;
+                    };
+                    let own = crate::query::Own { seg, raw: &raw };
+                    found.clear();
+                    (matcher.search_own(&x, Some(own), |d| d > a, &mut scratch, &mut found))
+                        .unwrap();
+                    ranked += scratch.by_ranks;
+                    scratch.by_ranks = 0;
+                    want.extend(found.iter().map(|m| Pair {
+                        a: a.min(m.doc),
+                        b: a.max(m.doc),
+                        m: *m,
+                    }));
+                }
+                want.sort_unstable_by_key(|p| (p.a, p.b));
+                assert!(want.len() > 20, "{sample} format {format}: {}", want.len());
+                let ids: Vec<u32> = (0..view.doc_ids()).collect();
+                for max_listed in [1, 300, 5_000, u64::MAX] {
+                    let mut got = Vec::new();
+                    let mut stats = PairsStats::default();
+                    let mut g0 = 0;
+                    while g0 < ids.len() {
+                        let g1 = g0 + listed_prefix(view, &ids[g0..], max_listed);
+                        let group = Probers {
+                            view,
+                            matcher: &matcher,
+                            cfg: &cfg,
+                            older_than: 0,
+                            max_listed,
+                        };
+                        group.run(&ids[g0..g1], &mut stats, &mut got).unwrap();
+                        g0 = g1;
+                    }
+                    got.sort_unstable_by_key(|p| (p.a, p.b));
+                    assert_eq!(
+                        got, want,
+                        "{sample} format {format} max_listed {max_listed}"
+                    );
+                    assert_eq!(stats.verified_by_ranks, ranked);
+                }
+            }
+        }
+    }
+
+    /// The join prunes candidates by their probe hits as probe matching does: the same
+    /// candidates verified, the same pairs (`all` and `mod`, no commonality limit; the other
+    /// samplings verify every candidate within the length bounds).
+    #[test]
+    fn join_verifies_the_candidates_probe_matching_does() {
+        for sample in ["all", "mod:2", "bottomk:40"] {
+            let tmp = tempfile::tempdir().unwrap();
+            let ix = two_batch_index(&tmp.path().join("f3"), 3, sample);
+            let view = ix.view();
+            let s = ix.options().sample().unwrap();
+            for t in ["0.5", "0.8"] {
+                let cfg = PairsConfig::new(s, t.parse().unwrap());
+                let (probed, ps) = collect_pairs(view, &cfg, 0..view.doc_ids(), 0).unwrap();
+                let sort = crate::sort::SortOptions::new(16 << 20, tmp.path().to_path_buf());
+                let mut joined = Vec::new();
+                let js =
+                    super::super::join::join_pairs(view, &cfg, &sort, 0..view.doc_ids(), 0, |b| {
+                        joined.extend_from_slice(b);
+                        Ok(())
+                    })
+                    .unwrap();
+                assert_eq!(joined, probed, "{sample} {t}");
+                if sample == "bottomk:40" {
+                    assert!(js.candidates >= ps.candidates, "{sample} {t}");
+                } else {
+                    assert_eq!(js.candidates, ps.candidates, "{sample} {t}");
+                    assert!(
+                        js.candidate_records > js.candidates,
+                        "{sample} {t}: repeats"
+                    );
+                }
+            }
+        }
+    }
 }
