@@ -436,6 +436,7 @@ pub fn join_pairs(
     // bounds, counted per candidate (an upper bound).
     let max_listed = verify_lists(sort.mem_bytes);
     let mut listed = 0u64;
+    let mut unreleased = 0u64;
     // A candidate's probe hits: how many records of it the sorted stream holds (1 when the
     // sort dropped the repeats). A prober `a` of `n` features that probed `p = n - m + 1` keys
     // shares at most `hits + (n - p)` features with the partner (`Matcher::search`): when
@@ -477,8 +478,15 @@ pub fn join_pairs(
         if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= max_listed) {
             stats.candidates += verify_chunk(&chunk, &mut found)?;
             chunk.clear();
+            // The mapped pages go back after as many entries as the largest chunk lists, not
+            // after every chunk: a format-3 chunk maps ranks in (nearly) every POSTINGS block,
+            // and small chunks (small `--mem`) would fault the same pages in again each time.
+            unreleased += listed;
+            if unreleased >= VERIFY_LISTS_MAX {
+                release_all(view);
+                unreleased = 0;
+            }
             listed = 0;
-            release_all(view);
         }
         let d_len = view.size(c.a) as usize;
         if new_partner {
