@@ -36,6 +36,7 @@ use byteorder::{ByteOrder, LittleEndian};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::fingerprint::Sample;
 use crate::query::{Match, Scratch, SegmentProbes};
 use crate::segment::{self, Seeker};
 use crate::sort::{DocPair, ExternalSorter, ProbeRecord, Record, SortOptions};
@@ -43,12 +44,11 @@ use crate::view::View;
 
 use super::plan::{sorts_budget, Pair, PairsConfig, PairsStats};
 
-/// Probing documents handled per parallel step of phase 1.
-const PROBE_BLOCK: u32 = 4096;
 /// Candidates verified per parallel step of phase 3 (extended to the end of a partner group).
 const VERIFY_CHUNK: usize = 1 << 20;
 /// Stored-list entries (features) one verification chunk reads at most (cut at a partner
-/// boundary), as a share of the memory budget: the chunk's lists and their mapped hashes
+/// boundary), and one group of probing documents of phase 1 (their lists read and mapped
+/// together), as a share of the memory budget: the chunk's lists and their mapped hashes
 /// cost up to 20 bytes an entry (list, hashes, the bulk mapping's order), and an eighth of
 /// `--mem` goes to them; within [`VERIFY_LISTS_MIN`, `VERIFY_LISTS_MAX`]. The more ranks of
 /// one segment a chunk maps at once, the more of them each POSTINGS block serves.
@@ -159,23 +159,37 @@ pub fn join_pairs(
         vec![u32::MAX; view.segments.len()]
     };
     let mut probes = ExternalSorter::<ProbeRecord>::new(half.clone())?;
+    let max_listed = verify_lists(sort.mem_bytes);
     let end = docs.end.min(view.doc_ids());
     let mut lo = docs.start;
     while lo < end {
-        let hi = lo.saturating_add(PROBE_BLOCK).min(end);
+        // The probers' lists a group at a time (as many as `max_listed` entries), their ranks
+        // mapped to keys in bulk, segment by segment (query::DocLists): each POSTINGS block
+        // located and checked once for all the ranks in it, not once per rank.
+        let mut hi = lo;
+        let mut listed = 0u64;
+        while hi < end && (hi == lo || listed + view.size(hi) as u64 <= max_listed) {
+            listed += view.size(hi) as u64;
+            hi += 1;
+        }
         let ids: Vec<u32> = (lo..hi)
             .filter(|&d| view.is_live(d) && view.size(d) > 0)
             .collect();
-        let chunks: Vec<Result<(Vec<ProbeRecord>, Scratch, SegmentProbes)>> = ids
+        let mut lists = crate::query::DocLists::read(view, ids)?;
+        lists.map_hashes_caching(view, |_| true)?;
+        let lists = &lists;
+        let idx: Vec<usize> = (0..lists.len()).collect();
+        let chunks: Vec<Result<(Vec<ProbeRecord>, Scratch, SegmentProbes)>> = idx
             .par_chunks(64)
             .map_init(
-                || (Scratch::new(0), SegmentProbes::default(), Vec::new()),
-                |(scratch, sp, x), chunk| {
+                || (Scratch::new(0), SegmentProbes::default()),
+                |(scratch, sp), chunk| {
                     let mut out = Vec::new();
-                    for &a in chunk {
-                        if !view.features_into(a, x)? {
+                    for &i in chunk {
+                        let a = lists.id(i);
+                        let Some(x) = lists.segment(i).and_then(|_| lists.hashes(i)) else {
                             continue;
-                        }
+                        };
                         if per_segment {
                             if matcher.choose_segment_probes(x, scratch, sp)? {
                                 out.extend(sp.probes.iter().map(|&(key, segs)| ProbeRecord {
@@ -206,7 +220,7 @@ pub fn join_pairs(
             stats.add_absent_first(&s);
             probes.extend(recs)?;
         }
-        stats.documents += ids.len() as u64;
+        stats.documents += lists.len() as u64;
         lo = hi;
     }
     stats.probe_records = probes.stats().records;
@@ -214,8 +228,14 @@ pub fn join_pairs(
     stats.runs_spilled += probes.stats().runs_spilled;
 
     // 2. Merge join of the probe stream with each segment's postings -> candidates by partner.
+    // With a sampling whose `may_reach` bound prunes (all, mod:M) and no commonality limit
+    // (so every prober probed exactly `|A| - m + 1` keys in each segment), the candidate
+    // records are kept with their repeats: a (partner, prober) record comes once per probe
+    // key whose posting list holds the partner, and that count bounds their overlap as in
+    // probe matching (`Matcher::search`). Otherwise the sort drops the repeats.
+    let prune = cfg.max_df.is_none() && matches!(cfg.sample, Sample::All | Sample::Mod(_));
     let mut cands = ExternalSorter::<DocPair>::new(SortOptions {
-        dedup: true,
+        dedup: !prune,
         ..half.clone()
     })?;
     let mut seekers: Vec<Seeker<'_>> = view
@@ -416,15 +436,57 @@ pub fn join_pairs(
     // bounds, counted per candidate (an upper bound).
     let max_listed = verify_lists(sort.mem_bytes);
     let mut listed = 0u64;
+    let mut unreleased = 0u64;
+    // A candidate's probe hits: how many records of it the sorted stream holds (1 when the
+    // sort dropped the repeats). A prober `a` of `n` features that probed `p = n - m + 1` keys
+    // shares at most `hits + (n - p)` features with the partner (`Matcher::search`): when
+    // even that cannot reach the threshold at the partner's size, the pair is not verified.
+    let mut pending: Option<(DocPair, u64)> = None;
+    let mut next = move |c: Option<DocPair>| -> Option<(DocPair, u64)> {
+        match (pending, c) {
+            (Some((p, h)), Some(c)) if p == c => {
+                pending = Some((p, h + 1));
+                None
+            }
+            (done, c) => {
+                pending = c.map(|c| (c, 1));
+                done
+            }
+        }
+    };
+    let may_reach = |c: &DocPair, hits: u64| {
+        if !prune {
+            return true;
+        }
+        let n = view.size(c.b) as usize;
+        let m = cfg.sample.min_overlap(cfg.threshold, n).max(1);
+        let unprobed = (m - 1) as u64;
+        let d_len = view.size(c.a) as usize;
+        cfg.sample
+            .may_reach(cfg.threshold, n, d_len, hits + unprobed)
+    };
+    let cands = (cands.map(|c| c.map(Some))).chain(std::iter::once(Ok(None)));
     for c in cands {
-        let c = c?;
+        let Some((c, hits)) = next(c?) else {
+            continue;
+        };
+        if !may_reach(&c, hits) {
+            continue;
+        }
         // Cut chunks at partner boundaries so each partner's list is read once.
         let new_partner = chunk.last().is_none_or(|l| l.a != c.a);
         if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= max_listed) {
             stats.candidates += verify_chunk(&chunk, &mut found)?;
             chunk.clear();
+            // The mapped pages go back after as many entries as the largest chunk lists, not
+            // after every chunk: a format-3 chunk maps ranks in (nearly) every POSTINGS block,
+            // and small chunks (small `--mem`) would fault the same pages in again each time.
+            unreleased += listed;
+            if unreleased >= VERIFY_LISTS_MAX {
+                release_all(view);
+                unreleased = 0;
+            }
             listed = 0;
-            release_all(view);
         }
         let d_len = view.size(c.a) as usize;
         if new_partner {

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::fingerprint::Sample;
-use crate::query::Scratch;
+use crate::query::{compares_by_order, DocLists, Match, Scratch};
 use crate::threshold::Threshold;
 use crate::view::View;
 
@@ -121,58 +121,25 @@ pub fn for_each_pair_block(
     let mut lo = docs.start;
     let mut ids: Vec<u32> = Vec::new();
     let mut pairs: Vec<Pair> = Vec::new();
+    let max_listed = probe_lists(cfg.buffer_bytes);
     while lo < end {
         let hi = lo.saturating_add(block).min(end);
         ids.clear();
         ids.extend((lo..hi).filter(|&d| view.is_live(d) && view.size(d) > 0));
-        let chunks: Vec<Result<(Vec<Pair>, Scratch)>> = ids
-            .par_chunks(32)
-            .map_init(
-                || {
-                    (
-                        Scratch::new(view.doc_ids()),
-                        Vec::new(),
-                        Vec::new(),
-                        Vec::new(),
-                    )
-                },
-                |(scratch, x, raw, found), chunk| {
-                    let mut out = Vec::new();
-                    for &a in chunk {
-                        // The stored list too: candidates of a's own format-3 segment are
-                        // verified by their ranks (query::verify).
-                        let Some(seg) = view.features_and_raw_into(a, x, raw)? else {
-                            continue;
-                        };
-                        let own = crate::query::Own { seg, raw };
-                        found.clear();
-                        let accept = |d| d > a || d < older_than;
-                        matcher.search_own(x, Some(own), accept, scratch, found)?;
-                        out.extend(found.iter().map(|m| {
-                            let (lo, hi) = if a < m.doc { (a, m.doc) } else { (m.doc, a) };
-                            Pair {
-                                a: lo,
-                                b: hi,
-                                m: *m,
-                            }
-                        }));
-                    }
-                    Ok((out, Scratch::counters_only(scratch)))
-                },
-            )
-            .collect();
         pairs.clear();
-        for c in chunks {
-            let (p, s) = c?;
-            stats.postings_visited += s.postings_visited;
-            stats.candidates += s.candidates;
-            stats.verified_by_ranks += s.by_ranks;
-            stats.max_df_probes_cut += s.probes_cut;
-            stats.max_df_keys_cut += s.keys_cut;
-            stats.max_df_postings_skipped += s.postings_skipped;
-            stats.max_df_docs_cut += s.docs_cut;
-            stats.add_absent_first(&s);
-            pairs.extend(p);
+        // The probing documents a group at a time, each group's lists read together.
+        let mut g0 = 0;
+        while g0 < ids.len() {
+            let g1 = g0 + listed_prefix(view, &ids[g0..], max_listed);
+            let group = Probers {
+                view,
+                matcher: &matcher,
+                cfg,
+                older_than,
+                max_listed,
+            };
+            group.run(&ids[g0..g1], &mut stats, &mut pairs)?;
+            g0 = g1;
         }
         pairs.sort_unstable_by_key(|p| (p.a, p.b));
         stats.documents += ids.len() as u64;
@@ -190,6 +157,175 @@ pub fn for_each_pair_block(
         lo = hi;
     }
     Ok(stats)
+}
+
+/// Stored-list entries (features) probe matching holds at once for a group of probing
+/// documents or of candidates to verify: their lists as stored and their mapped hashes, up to
+/// 20 bytes an entry with the bulk mapping's order, an eighth of the pair buffer's budget
+/// (`--mem` when probe matching is asked for) within [`PROBE_LISTS_MIN`, `PROBE_LISTS_MAX`].
+/// The more ranks of one segment are mapped at once, the more of them each POSTINGS block
+/// serves.
+fn probe_lists(buffer_bytes: u64) -> u64 {
+    (buffer_bytes / 8 / 20).clamp(PROBE_LISTS_MIN, PROBE_LISTS_MAX)
+}
+const PROBE_LISTS_MIN: u64 = 1 << 18;
+const PROBE_LISTS_MAX: u64 = 8 << 20;
+
+/// How many of `docs` (at least one) have lists of at most `max` entries in all.
+pub(super) fn listed_prefix(view: &View, docs: &[u32], max: u64) -> usize {
+    let mut n = 0u64;
+    let mut k = 0;
+    while k < docs.len() {
+        n += view.size(docs[k]) as u64;
+        if k > 0 && n > max {
+            break;
+        }
+        k += 1;
+    }
+    k
+}
+
+/// Probe matching of one group of probing documents (ascending ids of one block).
+///
+/// Format 3 stores a document's features as ranks of its segment's POSTINGS keys, so a list
+/// read to probe with, or to compare with a candidate of another segment, must have its
+/// ranks mapped back to keys. List by list that is one select in a random POSTINGS block per
+/// rank once a segment's keys are not decoded in memory (beyond the key budget, half of
+/// `--mem`). Here the group's lists are read together and their ranks mapped **in bulk**,
+/// segment by segment ([`DocLists`]): every POSTINGS block is located and checked once for
+/// all the ranks that fall in it. Then each document probes and filters on its own
+/// (in parallel); a candidate of the prober's own format-3 segment is verified by ranks at
+/// once, one of a format-1/2 segment by its stored hashes, and the candidates of other
+/// format-3 segments are verified after all the group's probes, their lists read and mapped
+/// in bulk as well. The pairs are those of verifying candidate by candidate.
+struct Probers<'a, 'v> {
+    view: &'v View,
+    matcher: &'a crate::query::Matcher<'v>,
+    cfg: &'a PairsConfig,
+    older_than: u32,
+    max_listed: u64,
+}
+
+/// What one thread of [`Probers::run`] found: pairs verified at once, `(prober index,
+/// candidate)` left for the bulk verification, the work counters.
+type Probed = (Vec<Pair>, Vec<(u32, u32)>, Scratch);
+
+impl Probers<'_, '_> {
+    fn run(&self, group: &[u32], stats: &mut PairsStats, pairs: &mut Vec<Pair>) -> Result<()> {
+        let (view, cfg, older_than) = (self.view, self.cfg, self.older_than);
+        let (sample, t) = (cfg.sample, cfg.threshold);
+        let by_order = compares_by_order(sample);
+        let mut probers = DocLists::read(view, group.to_vec())?;
+        probers.map_hashes_caching(view, |_| true)?;
+        let probers = &probers;
+        let idx: Vec<u32> = (0..probers.len() as u32).collect();
+        let probed: Vec<Result<Probed>> = idx
+            .par_chunks(32)
+            .map_init(
+                || (Scratch::new(view.doc_ids()), Vec::new(), Vec::new()),
+                |(scratch, cands, buf), chunk| {
+                    let (mut out, mut later) = (Vec::new(), Vec::new());
+                    for &i in chunk {
+                        let a = probers.id(i as usize);
+                        let (Some(sa), Some(x)) =
+                            (probers.segment(i as usize), probers.hashes(i as usize))
+                        else {
+                            continue;
+                        };
+                        let accept = |d| d > a || d < older_than;
+                        self.matcher.candidates_into(x, accept, scratch, cands)?;
+                        scratch.candidates += cands.len() as u64;
+                        for &d in cands.iter() {
+                            let Some(sd) = view.forward_raw_into(d, buf)? else {
+                                continue;
+                            };
+                            let ranked = view.segments[sd].seg.ranked_forward();
+                            let ov = if ranked && sd == sa && by_order {
+                                // Same ranked segment: the two stored rank lists (verify.rs).
+                                scratch.by_ranks += 1;
+                                sample.verify(probers.raw(i as usize), buf, t)
+                            } else if !ranked {
+                                sample.verify(x, buf, t)
+                            } else {
+                                later.push((i, d));
+                                continue;
+                            };
+                            out.extend(ov.map(|ov| pair_of(a, d, ov)));
+                        }
+                    }
+                    Ok((out, later, Scratch::counters_only(scratch)))
+                },
+            )
+            .collect();
+        let mut later: Vec<(u32, u32)> = Vec::new();
+        for r in probed {
+            let (p, l, s) = r?;
+            stats.postings_visited += s.postings_visited;
+            stats.candidates += s.candidates;
+            stats.verified_by_ranks += s.by_ranks;
+            stats.max_df_probes_cut += s.probes_cut;
+            stats.max_df_keys_cut += s.keys_cut;
+            stats.max_df_postings_skipped += s.postings_skipped;
+            stats.max_df_docs_cut += s.docs_cut;
+            stats.add_absent_first(&s);
+            pairs.extend(p);
+            later.extend(l);
+        }
+        if later.is_empty() {
+            return Ok(());
+        }
+        // The candidates of other format-3 segments: their lists a group at a time, mapped
+        // in bulk, then each (prober, candidate) compared by hashes.
+        later.sort_unstable_by_key(|&(i, d)| (d, i));
+        let mut cands: Vec<u32> = later.iter().map(|&(_, d)| d).collect();
+        cands.dedup();
+        let mut c0 = 0;
+        let mut l0 = 0;
+        while c0 < cands.len() {
+            let c1 = c0 + listed_prefix(view, &cands[c0..], self.max_listed);
+            let last = cands[c1 - 1];
+            let l1 = l0 + later[l0..].partition_point(|&(_, d)| d <= last);
+            let mut lists = DocLists::read(view, cands[c0..c1].to_vec())?;
+            lists.map_hashes_caching(view, |_| true)?;
+            let lists = &lists;
+            let found: Vec<Vec<Pair>> = later[l0..l1]
+                .par_chunks(256)
+                .map(|chunk| {
+                    let mut out = Vec::new();
+                    for &(i, d) in chunk {
+                        let (Some(x), Some(y)) = (
+                            probers.hashes(i as usize),
+                            lists.find(d).and_then(|j| lists.hashes(j)),
+                        ) else {
+                            continue;
+                        };
+                        let a = probers.id(i as usize);
+                        out.extend(sample.verify(x, y, t).map(|ov| pair_of(a, d, ov)));
+                    }
+                    out
+                })
+                .collect();
+            pairs.extend(found.into_iter().flatten());
+            c0 = c1;
+            l0 = l1;
+        }
+        Ok(())
+    }
+}
+
+/// The pair of probing document `a` and its partner `d` with their comparison.
+fn pair_of(a: u32, d: u32, ov: crate::fingerprint::Overlap) -> Pair {
+    let (lo, hi) = if a < d { (a, d) } else { (d, a) };
+    Pair {
+        a: lo,
+        b: hi,
+        m: Match {
+            doc: d,
+            inter: ov.inter,
+            resemblance: ov.resemblance,
+            containment: ov.containment,
+        },
+    }
 }
 
 #[cfg(test)]
@@ -346,6 +482,106 @@ mod tests {
                 })
                 .unwrap();
                 assert_eq!(joined, p2, "join {sample} {t}");
+            }
+        }
+    }
+
+    /// Probe matching in groups of any size (down to one probing document, and one candidate
+    /// list, at a time) finds the pairs of matching document by document with
+    /// `Matcher::search_own`, on format 2 and format 3 (lists mapped in bulk, candidates of
+    /// other segments verified after the group's probes) and with two segments.
+    #[test]
+    fn probe_groups_of_any_size_match_document_by_document() {
+        for sample in ["all", "adaptive"] {
+            let tmp = tempfile::tempdir().unwrap();
+            for format in [2, 3] {
+                let ix = two_batch_index(&tmp.path().join(format!("f{format}")), format, sample);
+                let view = ix.view();
+                let s = ix.options().sample().unwrap();
+                let cfg = PairsConfig::new(s, "0.5".parse().unwrap());
+                let matcher = cfg.matcher(view, 0);
+                // Document by document, as before the bulk mapping.
+                let mut want = Vec::new();
+                let mut scratch = Scratch::new(view.doc_ids());
+                let (mut x, mut raw, mut found) = (Vec::new(), Vec::new(), Vec::new());
+                let mut ranked = 0;
+                for a in 0..view.doc_ids() {
+                    let Some(seg) = view.features_and_raw_into(a, &mut x, &mut raw).unwrap() else {
+                        continue;
+                    };
+                    let own = crate::query::Own { seg, raw: &raw };
+                    found.clear();
+                    (matcher.search_own(&x, Some(own), |d| d > a, &mut scratch, &mut found))
+                        .unwrap();
+                    ranked += scratch.by_ranks;
+                    scratch.by_ranks = 0;
+                    want.extend(found.iter().map(|m| Pair {
+                        a: a.min(m.doc),
+                        b: a.max(m.doc),
+                        m: *m,
+                    }));
+                }
+                want.sort_unstable_by_key(|p| (p.a, p.b));
+                assert!(want.len() > 20, "{sample} format {format}: {}", want.len());
+                let ids: Vec<u32> = (0..view.doc_ids()).collect();
+                for max_listed in [1, 300, 5_000, u64::MAX] {
+                    let mut got = Vec::new();
+                    let mut stats = PairsStats::default();
+                    let mut g0 = 0;
+                    while g0 < ids.len() {
+                        let g1 = g0 + listed_prefix(view, &ids[g0..], max_listed);
+                        let group = Probers {
+                            view,
+                            matcher: &matcher,
+                            cfg: &cfg,
+                            older_than: 0,
+                            max_listed,
+                        };
+                        group.run(&ids[g0..g1], &mut stats, &mut got).unwrap();
+                        g0 = g1;
+                    }
+                    got.sort_unstable_by_key(|p| (p.a, p.b));
+                    assert_eq!(
+                        got, want,
+                        "{sample} format {format} max_listed {max_listed}"
+                    );
+                    assert_eq!(stats.verified_by_ranks, ranked);
+                }
+            }
+        }
+    }
+
+    /// The join prunes candidates by their probe hits as probe matching does: the same
+    /// candidates verified, the same pairs (`all` and `mod`, no commonality limit; the other
+    /// samplings verify every candidate within the length bounds).
+    #[test]
+    fn join_verifies_the_candidates_probe_matching_does() {
+        for sample in ["all", "mod:2", "bottomk:40"] {
+            let tmp = tempfile::tempdir().unwrap();
+            let ix = two_batch_index(&tmp.path().join("f3"), 3, sample);
+            let view = ix.view();
+            let s = ix.options().sample().unwrap();
+            for t in ["0.5", "0.8"] {
+                let cfg = PairsConfig::new(s, t.parse().unwrap());
+                let (probed, ps) = collect_pairs(view, &cfg, 0..view.doc_ids(), 0).unwrap();
+                let sort = crate::sort::SortOptions::new(16 << 20, tmp.path().to_path_buf());
+                let mut joined = Vec::new();
+                let js =
+                    super::super::join::join_pairs(view, &cfg, &sort, 0..view.doc_ids(), 0, |b| {
+                        joined.extend_from_slice(b);
+                        Ok(())
+                    })
+                    .unwrap();
+                assert_eq!(joined, probed, "{sample} {t}");
+                if sample == "bottomk:40" {
+                    assert!(js.candidates >= ps.candidates, "{sample} {t}");
+                } else {
+                    assert_eq!(js.candidates, ps.candidates, "{sample} {t}");
+                    assert!(
+                        js.candidate_records > js.candidates,
+                        "{sample} {t}: repeats"
+                    );
+                }
             }
         }
     }

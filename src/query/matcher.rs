@@ -307,8 +307,59 @@ impl<'v> Matcher<'v> {
         scratch: &mut Scratch,
         out: &mut Vec<Match>,
     ) -> Result<()> {
-        if !self.choose_probes(x, scratch)? {
+        if !self.prefilter(x, accept, scratch)? {
             return Ok(());
+        }
+
+        // Verify each remaining candidate exactly (by ranks where it can: verify.rs).
+        let mut counts = VerifyCounts::default();
+        for i in 0..scratch.touched.len() {
+            let d = scratch.touched[i];
+            scratch.candidates += 1;
+            let (s, t) = (self.sample, self.threshold);
+            let ov = verify_candidate(self.view, s, t, x, own, d, &mut scratch.other, &mut counts)?;
+            out.extend(ov.map(|ov| Match {
+                doc: d,
+                inter: ov.inter,
+                resemblance: ov.resemblance,
+                containment: ov.containment,
+            }));
+        }
+        scratch.by_ranks += counts.by_ranks;
+        scratch.touched.clear();
+        Ok(())
+    }
+
+    /// The prefix filter of [`Matcher::search`] without the verification: replaces `out` with
+    /// the live documents `d` with `accept(d)` that may reach the threshold with the sorted
+    /// feature set `x` (within the length bounds, enough probe hits), each once, for the
+    /// caller to verify exactly (`pipeline::pairs` verifies a block's candidates together, so
+    /// their lists are mapped in bulk). Counts as `search` does, except `candidates`.
+    pub fn candidates_into(
+        &self,
+        x: &[u64],
+        accept: impl Fn(u32) -> bool,
+        scratch: &mut Scratch,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
+        out.clear();
+        if self.prefilter(x, accept, scratch)? {
+            out.append(&mut scratch.touched);
+        }
+        Ok(())
+    }
+
+    /// Probes and filters: leaves the candidates of `x` in `scratch.touched` (false, and none
+    /// left, when there is nothing to probe).
+    fn prefilter(
+        &self,
+        x: &[u64],
+        accept: impl Fn(u32) -> bool,
+        scratch: &mut Scratch,
+    ) -> Result<bool> {
+        if !self.choose_probes(x, scratch)? {
+            scratch.touched.clear();
+            return Ok(false);
         }
         let n = x.len();
 
@@ -374,28 +425,14 @@ impl<'v> Matcher<'v> {
             kept += 1;
         }
         scratch.touched.truncate(kept);
-        walked?;
+        if let Err(e) = walked {
+            scratch.touched.clear();
+            return Err(e);
+        }
         // Verified, and so reported, in id order: the matches' order does not depend on the
         // order the segments and keys were looked up in.
         scratch.touched.sort_unstable();
-
-        // Verify each remaining candidate exactly (by ranks where it can: verify.rs).
-        let mut counts = VerifyCounts::default();
-        for i in 0..scratch.touched.len() {
-            let d = scratch.touched[i];
-            scratch.candidates += 1;
-            let (s, t) = (self.sample, self.threshold);
-            let ov = verify_candidate(self.view, s, t, x, own, d, &mut scratch.other, &mut counts)?;
-            out.extend(ov.map(|ov| Match {
-                doc: d,
-                inter: ov.inter,
-                resemblance: ov.resemblance,
-                containment: ov.containment,
-            }));
-        }
-        scratch.by_ranks += counts.by_ranks;
-        scratch.touched.clear();
-        Ok(())
+        Ok(true)
     }
 }
 

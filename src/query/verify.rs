@@ -181,9 +181,32 @@ impl DocLists {
         }
     }
 
+    /// Document `i`'s id.
+    pub fn id(&self, i: usize) -> u32 {
+        self.ids[i]
+    }
+
     /// Maps the hashes of every document `i` with `need(i)`: per format-3 segment, all their
     /// ranks in one bulk pass (segments in parallel); formats 1 and 2 store the hashes.
+    /// The ranks do not count towards decoding a segment's keys (the join maps only its
+    /// candidates' lists: [`crate::segment::Segment::ranks_to_keys_bulk`]).
     pub fn map_hashes(&mut self, view: &View, need: impl Fn(usize) -> bool) -> Result<()> {
+        self.map_hashes_as(view, need, false)
+    }
+
+    /// [`DocLists::map_hashes`] for probe matching, which maps every probing document's
+    /// list: the ranks count towards decoding a segment's keys once, when its budget allows
+    /// ([`crate::segment::Segment::ranks_to_keys_bulk_caching`]).
+    pub fn map_hashes_caching(&mut self, view: &View, need: impl Fn(usize) -> bool) -> Result<()> {
+        self.map_hashes_as(view, need, true)
+    }
+
+    fn map_hashes_as(
+        &mut self,
+        view: &View,
+        need: impl Fn(usize) -> bool,
+        caching: bool,
+    ) -> Result<()> {
         use rayon::prelude::*;
         let segs = view.segments.len();
         self.hashes.resize(segs, Vec::new());
@@ -207,7 +230,14 @@ impl DocLists {
             .par_iter_mut()
             .enumerate()
             .filter(|(si, b)| b.len() > done[*si])
-            .map(|(si, b)| view.segments[si].seg.ranks_to_keys_bulk(&mut b[done[si]..]))
+            .map(|(si, b)| {
+                let seg = &view.segments[si].seg;
+                if caching {
+                    seg.ranks_to_keys_bulk_caching(&mut b[done[si]..])
+                } else {
+                    seg.ranks_to_keys_bulk(&mut b[done[si]..])
+                }
+            })
             .collect::<Result<()>>()
     }
 }

@@ -43,8 +43,9 @@ pub struct Segment {
     /// Format 3: per POSTINGS block, where its key sequence lies, once the block has been
     /// checked for a rank lookup (so a rank costs a select, not a block parse).
     rank_blocks: OnceLock<Box<[OnceLock<KeySeq>]>>,
-    /// Format 3: ranks mapped through `rank_blocks` so far (one select each); past a sixteenth
-    /// of the POSTINGS keys, the whole key sequence is decoded into `key_cache`.
+    /// Format 3: ranks mapped through `rank_blocks` so far (one select each, or in bulk by
+    /// [`Segment::ranks_to_keys_bulk_caching`]); past a sixteenth of the POSTINGS keys, the
+    /// whole key sequence is decoded into `key_cache`.
     ranks_selected: AtomicU64,
     /// Format 3: every POSTINGS key in rank order, decoded once (sequentially) when this
     /// segment's FORWARD lists are read often enough to pay for it and the process-wide
@@ -673,6 +674,34 @@ impl Segment {
         self.ranks_to_keys_by_blocks(ranks)
     }
 
+    /// [`Segment::ranks_to_keys_bulk`] for a reader that maps most of this segment's lists
+    /// (probe matching maps every probing document's list): the ranks count towards decoding
+    /// the segment's keys, as list-by-list mapping does ([`Segment::ranks_to_keys`]), so once
+    /// more than a sixteenth of its POSTINGS keys went through here and the budget allows,
+    /// the keys are decoded once and the rest is a gather. The same keys either way.
+    pub fn ranks_to_keys_bulk_caching(&self, ranks: &mut [u64]) -> Result<()> {
+        if !self.ranked_forward() || ranks.is_empty() {
+            return Ok(());
+        }
+        if let Some(starts) = self.rank_starts()? {
+            let total = starts[starts.len() - 1];
+            if self.key_cache.get().is_none() {
+                self.ranks_selected
+                    .fetch_add(ranks.len() as u64, Ordering::Relaxed);
+            }
+            if let Some(keys) = self.cached_keys(starts, total) {
+                return gather(keys, ranks).map_err(|r| {
+                    Error::corrupt(
+                        &self.path,
+                        0,
+                        format!("forward list: rank {r} is past the {total} POSTINGS keys"),
+                    )
+                });
+            }
+        }
+        self.ranks_to_keys_by_blocks(ranks)
+    }
+
     /// [`Segment::ranks_to_keys_bulk`] by blocks, never through the decoded keys (tests and
     /// the fuzz target use it to check that path whatever the key cache holds).
     pub fn ranks_to_keys_by_blocks(&self, ranks: &mut [u64]) -> Result<()> {
@@ -749,8 +778,10 @@ impl Segment {
             let (ef, _) = EfView::with_layout(bytes, ks.lay).ok_or_else(|| {
                 Error::corrupt(&self.path, ks.at as u64, "POSTINGS keys out of range")
             })?;
-            if here.len() as u64 * 8 >= hi - lo {
-                // Many ranks in this block: one sequential decode of its keys.
+            if here.len() as u64 * DECODE_WHOLE_BLOCK >= hi - lo {
+                // Many ranks in this block: one sequential decode of its keys (it reads the
+                // block's bytes in order; selects at random positions miss the cache on
+                // nearly every low-bits read).
                 decoded.clear();
                 ef.decode_into(ks.first_key, &mut decoded);
                 for &i in here {
@@ -1150,6 +1181,10 @@ impl Segment {
         }
     }
 }
+
+/// A bulk rank mapping decodes a POSTINGS block's whole key sequence when at least one
+/// rank in this many of its keys falls in it (one select each below that).
+const DECODE_WHOLE_BLOCK: u64 = 32;
 
 /// Replaces every rank in `ranks` by `keys[rank]`; Err(rank) for the first rank past the end
 /// (`ranks` is then partly replaced).
