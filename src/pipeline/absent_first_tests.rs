@@ -333,7 +333,8 @@ fn planner_estimates_blocks_from_the_covered_key_range() {
         // The work the planner expects of each matching, from the lists of a sample: within 2x
         // of what the runs count.
         let ps = for_each_pair_block(view, &cfg, lo..hi, lo, |_| Ok(())).unwrap();
-        let within = |est: f64, got: u64| (0.5..=2.0).contains(&(est / got as f64));
+        // (Counted as one more each, so that none expected and none found agree.)
+        let within = |est: f64, got: u64| (0.5..=2.0).contains(&((est + 1.0) / (got as f64 + 1.0)));
         assert!(within(p.postings, ps.postings_visited), "{p:?} {ps:?}");
         assert!(
             within(p.join_candidate_records, s.candidate_records),
@@ -341,11 +342,12 @@ fn planner_estimates_blocks_from_the_covered_key_range() {
         );
         assert!(within(p.join_candidates, s.candidates), "{p:?} {s:?}");
         // Everything fits 64 MiB and the cache: lookups priced in cache, a close call (a small
-        // batch into a small index: either matching is cheap). 4 KiB of budget for a segment
-        // many times larger: every lookup a read from disk, join.
+        // batch into a small index: either matching is cheap; the join, which verifies only the
+        // candidates probe matching does, saves the probe's filter checks). 4 KiB of budget
+        // for a segment many times larger: every lookup a read from disk, join.
         assert_eq!((p.llc_miss, p.mem_miss), (0.0, 0.0), "{p:?}");
         assert!(
-            p.cost_probe < 2.0 * p.cost_join && p.cost_join < 2.0 * p.cost_probe,
+            p.cost_probe < 4.0 * p.cost_join && p.cost_join < 4.0 * p.cost_probe,
             "{p:?}"
         );
         let tight = plan(view, &cfg, lo..hi, lo, 4 << 10);

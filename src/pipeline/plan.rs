@@ -547,10 +547,10 @@ struct Lists {
     candidates: u64,
     /// Candidate records the join emits.
     join_records: u64,
-    /// Distinct candidates the join verifies.
+    /// Distinct candidates the join verifies (after its probe-hit bound where it prunes).
     join_candidates: u64,
     hits: std::collections::HashMap<u32, u32>,
-    seen: std::collections::HashSet<u32>,
+    seen: std::collections::HashMap<u32, u32>,
 }
 
 impl Lists {
@@ -605,6 +605,9 @@ impl Lists {
                     .may_reach(cfg.threshold, n, view.size(d) as usize, h as u64 + unprobed)
             })
             .count() as u64;
+        // The join's candidates, with their probe hits: where its sampling prunes and no
+        // commonality limit is set, it verifies only those whose hits plus the `m - 1` keys a
+        // prober leaves unprobed may reach the threshold (`join.rs`, phase 3).
         self.seen.clear();
         for &(key, i) in jlook {
             if let Some(l) = list(key, i) {
@@ -612,13 +615,27 @@ impl Lists {
                     if d != a && (d > a || d < older_than) && !view.tombstones.contains(d) {
                         self.join_records += 1;
                         if ok(d) {
-                            self.seen.insert(d);
+                            *self.seen.entry(d).or_insert(0) += 1;
                         }
                     }
                 });
             }
         }
-        self.join_candidates += self.seen.len() as u64;
+        let prune = cfg.max_df.is_none() && matches!(cfg.sample, Sample::All | Sample::Mod(_));
+        let unprobed = cfg.sample.min_overlap(cfg.threshold, n).max(1) as u64 - 1;
+        self.join_candidates += self
+            .seen
+            .iter()
+            .filter(|&(&d, &h)| {
+                !prune
+                    || cfg.sample.may_reach(
+                        cfg.threshold,
+                        n,
+                        view.size(d) as usize,
+                        h as u64 + unprobed,
+                    )
+            })
+            .count() as u64;
     }
 }
 
