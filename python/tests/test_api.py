@@ -80,7 +80,12 @@ def test_pairs_and_clusters(idx):
     p = idx.pairs(0.8)
     assert p.stats is None
     list(p)
-    assert p.stats["matching"] in ("probe", "join")
+    # At the cluster threshold the index's stored pairs answer; below it, a matching.
+    assert p.stats["source"] == "stored"
+    low = idx.pairs(0.5)
+    assert list(low) == pairs
+    assert low.stats["source"] == "matching"
+    assert low.stats["matching"] in ("probe", "join")
     assert idx.clusters() == {idx.cluster_of("a"): ["a", "b"]}
     assert idx.clusters(0.99) == {}
 
