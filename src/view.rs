@@ -788,6 +788,19 @@ impl View {
         self.for_each_posting_counted(key, f).map(|_| ())
     }
 
+    /// Hands `f` the documents of `list` this view has not deleted.
+    fn each_live(&self, list: segment::PostingList<'_>, f: &mut impl FnMut(u32)) {
+        if self.tombstones.is_empty() {
+            list.for_each(f);
+        } else {
+            list.for_each(|d| {
+                if !self.tombstones.contains(d) {
+                    f(d)
+                }
+            });
+        }
+    }
+
     /// [`View::for_each_posting`], returning how many segments held a posting list of `key`
     /// (each such list is a block read and a decode: the probe's cost measure).
     pub fn for_each_posting_counted(&self, key: u64, mut f: impl FnMut(u32)) -> Result<u32> {
@@ -795,15 +808,7 @@ impl View {
         for s in &self.segments {
             if let Some(list) = s.seg.get_postings(segment::POSTINGS, key)? {
                 lists += 1;
-                if self.tombstones.is_empty() {
-                    list.for_each(&mut f);
-                } else {
-                    list.for_each(|d| {
-                        if !self.tombstones.contains(d) {
-                            f(d)
-                        }
-                    });
-                }
+                self.each_live(list, &mut f);
             }
         }
         Ok(lists)
@@ -823,15 +828,7 @@ impl View {
             s.seg
                 .get_postings_many(segment::POSTINGS, keys, |_, list| {
                     lists += 1;
-                    if self.tombstones.is_empty() {
-                        list.for_each(&mut f);
-                    } else {
-                        list.for_each(|d| {
-                            if !self.tombstones.contains(d) {
-                                f(d)
-                            }
-                        });
-                    }
+                    self.each_live(list, &mut f);
                 })?;
         }
         Ok(lists)

@@ -15,16 +15,16 @@ use crate::threshold::Threshold;
 
 use super::*;
 
-struct Rng(u64);
+/// A deterministic stream: the splitmix64 sequence of a seed.
+struct Rng(u64, u64);
 
 impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed, 0)
+    }
     fn next(&mut self) -> u64 {
-        // splitmix64
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.1 += 1;
+        crate::fingerprint::hash::splitmix64_nth(self.0, self.1)
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
@@ -107,7 +107,7 @@ fn sequence(seed: u64, create: &CreateOptions, ts: &[&str]) -> tempfile::TempDir
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("idx");
     let mut index = Index::open_writer(&path, create).unwrap();
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut keys: Vec<String> = Vec::new();
     let mut bases = 0u64;
     let mut tag = 0u64;
@@ -222,7 +222,7 @@ fn stored_pairs_equal_the_join_over_random_sequences() {
 
 fn small_index(path: &std::path::Path, create: &CreateOptions) -> Index {
     let mut index = Index::open_writer(path, create).unwrap();
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let docs: Vec<(String, Vec<u8>)> = (0..12)
         .map(|i| (format!("d{i}.html"), text(i / 3, i % 3, i, &mut rng)))
         .collect();

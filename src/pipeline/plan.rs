@@ -817,11 +817,9 @@ mod tests {
         assert!(p.cost_join > 5.0 * p.cost_probe, "{p:?}");
     }
 
-    /// An index in cache (llvm-docs' counts): lookups and checks at their in-cache price,
-    /// probe a little cheaper; the join's many candidate records are what it pays for.
-    #[test]
-    fn an_index_in_cache_prices_probe() {
-        let mut p = MatchPlan {
+    /// llvm-docs' counts (one segment of 3,228 pages, T = 0.8) without the candidates.
+    fn llvm_docs_counts() -> MatchPlan {
+        MatchPlan {
             docs: 3_228,
             segments: 1,
             probe_keys: 491e3,
@@ -833,10 +831,19 @@ mod tests {
             segment_bytes: 33_250_642,
             probe_bytes: 12.7e6,
             postings: 4.36e6,
-            candidates: 29e3,
             join_candidate_records: 1.89e6,
-            join_candidates: 192e3,
             ..Default::default()
+        }
+    }
+
+    /// An index in cache (llvm-docs' counts): lookups and checks at their in-cache price,
+    /// probe a little cheaper; the join's many candidate records are what it pays for.
+    #[test]
+    fn an_index_in_cache_prices_probe() {
+        let mut p = MatchPlan {
+            candidates: 29e3,
+            join_candidates: 192e3,
+            ..llvm_docs_counts()
         };
         price(&mut p, RAM, RAM, LLC);
         assert_eq!((p.llc_miss, p.mem_miss, p.verify_miss), (0.0, 0.0, 0.0));
@@ -852,21 +859,7 @@ mod tests {
     /// blocks read sequentially; and a join whose sorts spill pays their bytes twice.
     #[test]
     fn budget_below_the_index_prices_disk_reads() {
-        let mut p = MatchPlan {
-            docs: 3_228,
-            segments: 1,
-            probe_keys: 491e3,
-            surviving: 491e3,
-            join_records: 491e3,
-            join_surviving: 491e3,
-            blocks: 350.0,
-            total_blocks: 350,
-            segment_bytes: 33_250_642,
-            probe_bytes: 12.7e6,
-            postings: 4.36e6,
-            join_candidate_records: 1.89e6,
-            ..Default::default()
-        };
+        let mut p = llvm_docs_counts();
         price(&mut p, 4 << 10, 4 << 10, LLC);
         assert!(p.mem_miss > 0.99, "{p:?}");
         assert_eq!(p.choice, Matching::Join, "{p:?}");

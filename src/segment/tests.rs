@@ -24,7 +24,14 @@ fn write_version(
     block_target: usize,
     version: u32,
 ) -> SegmentMeta {
-    let mut w = SegmentWriter::create_version(dir, name, block_target, version).unwrap();
+    fill(
+        SegmentWriter::create_version(dir, name, block_target, version).unwrap(),
+        tables,
+    )
+}
+
+/// Writes `tables` with the writer `w` (any version and setup) and finishes the segment.
+fn fill(mut w: SegmentWriter, tables: &Tables) -> SegmentMeta {
     for (&id, entries) in tables {
         w.begin_table(id).unwrap();
         for (&k, v) in entries {
@@ -373,17 +380,10 @@ fn golden_bytes_match_the_spec() {
 #[test]
 fn format_2_without_filter_is_still_read() {
     let dir = tempfile::tempdir().unwrap();
-    let mut w = SegmentWriter::create_version(dir.path(), "plain", DEFAULT_BLOCK_TARGET, 2)
+    let w = SegmentWriter::create_version(dir.path(), "plain", DEFAULT_BLOCK_TARGET, 2)
         .unwrap()
         .without_key_filter();
-    for (&id, entries) in &golden_tables() {
-        w.begin_table(id).unwrap();
-        for (&k, v) in entries {
-            w.add(k, v).unwrap();
-        }
-        w.end_table().unwrap();
-    }
-    w.finish().unwrap();
+    fill(w, &golden_tables());
     let file = std::fs::read(dir.path().join("plain")).unwrap();
     assert_eq!(file, spec_golden_bytes("golden-v2-plain"));
     let seg = Segment::open(dir.path().join("plain")).unwrap();
@@ -506,15 +506,10 @@ fn version_1_and_2_files_read_the_same() {
         let v2 = format!("v2-{target}");
         let v1 = format!("v1-{target}");
         write(dir.path(), &v2, &tables, target);
-        let mut w = SegmentWriter::create_version(dir.path(), &v1, target, 1).unwrap();
-        for (&id, entries) in &tables {
-            w.begin_table(id).unwrap();
-            for (&k, v) in entries {
-                w.add(k, v).unwrap();
-            }
-            w.end_table().unwrap();
-        }
-        w.finish().unwrap();
+        fill(
+            SegmentWriter::create_version(dir.path(), &v1, target, 1).unwrap(),
+            &tables,
+        );
         let s1 = Segment::open(dir.path().join(&v1)).unwrap();
         let s2 = Segment::open(dir.path().join(&v2)).unwrap();
         assert_eq!((s1.format_version(), s2.format_version()), (1, 2));
@@ -1075,15 +1070,8 @@ fn batched_postings_lookups_equal_one_at_a_time() {
     let setups: [(u32, Setup); 4] = [(1, plain), (2, plain), (2, unfiltered), (3, plain)];
     for (n, (version, setup)) in setups.into_iter().enumerate() {
         let name = format!("b{n}");
-        let mut w = setup(SegmentWriter::create_version(dir.path(), &name, 512, version).unwrap());
-        for (&id, entries) in &tables {
-            w.begin_table(id).unwrap();
-            for (&k, v) in entries {
-                w.add(k, v).unwrap();
-            }
-            w.end_table().unwrap();
-        }
-        w.finish().unwrap();
+        let w = setup(SegmentWriter::create_version(dir.path(), &name, 512, version).unwrap());
+        fill(w, &tables);
         let seg = Segment::open(dir.path().join(&name)).unwrap();
         assert!(seg.table_meta(POSTINGS).unwrap().blocks > 50);
         for table in [POSTINGS, SUPERSHINGLES, FORWARD] {
