@@ -12,6 +12,12 @@
 # bounded-memory check: batch 1 ingested alone and `pairs --threshold 0.8` with --mem 64MiB.
 # Binaries: $BIN (default target/release). DROP_INPUT=1 deletes each batch's WARC once it is
 # ingested (a 4M-document corpus is ~18 GB of WARC next to a ~30 GB index).
+# Each ingest runs under tools/peak_mem.sh: the peak heap (RssAnon) and the peak of mapped
+# segment pages (RssFile) are recorded apart. MAX_SEGMENT=4GiB passes `--max-segment` (the
+# largest segment the merge after a batch may write; default 16GiB). QUERY_AT="4 40" measures
+# single-document query latency (one `query --json` process, warm: the second of two passes;
+# p50/p99 of the engine's per-query time) after those batches, on QUERY_DOCS=1000 pages taken
+# from batch 1 before it is ingested, every other one edited (tools/warc_pages.py).
 set -euo pipefail
 OUT=$1; DOCS=${2:-1000000}; BATCHES=${3:-4}; MEM=${4:-512MiB}
 BIN=${BIN:-target/release}
@@ -47,17 +53,22 @@ if [ "${MEMTEST:-0}" = 1 ]; then
   grep -v '^\s' "$M/pairs.time" | tail -1 || true
 fi
 
+HERE=$(cd "$(dirname "$0")" && pwd)
+if [ -n "${QUERY_AT:-}" ] && [ ! -d "$OUT/queries" ]; then
+  python3 "$HERE/warc_pages.py" "$(batch_file 1)" "$OUT/queries" "${QUERY_DOCS:-1000}"
+fi
 IDX=$OUT/idx-$DOCS-$MEM
 START=${START:-1}   # START=k resumes at batch k on the index the earlier batches built
 [ "$START" = 1 ] && rm -rf "$IDX"
-echo -e "batch\tdocs_in_index\tingest_s\tdocs_per_s\tpeak_rss_MiB\tindex_bytes_per_doc\tstage_seconds\tclusters_s\tclusters_rss_MiB\tmax_clusters\tmatching\tcpu_s\tload"
+echo -e "batch\tdocs_in_index\tingest_s\tdocs_per_s\tpeak_rss_MiB\tindex_bytes_per_doc\tstage_seconds\tclusters_s\tclusters_rss_MiB\tmax_clusters\tmatching\tcpu_s\tload\tpeak_heap_RssAnon_MiB\tpeak_RssFile_MiB\tstage_cpu_seconds\tsegments\tquery_ms"
 total=0
 for b in $(seq 1 $((START - 1))); do
   total=$((total + $(grep -o '"added":[0-9]*' "$OUT/ingest-$b.json" | cut -d: -f2)))
 done
 for b in $(seq "$START" "$BATCHES"); do
   f=$(batch_file "$b")
-  /usr/bin/time -v "$BIN/ndd-index" ingest --quiet --json --mem "$MEM" --index "$IDX" "$f" \
+  /usr/bin/time -v "$HERE/peak_mem.sh" "$BIN/ndd-index" ingest --quiet --json --mem "$MEM" \
+    ${MAX_SEGMENT:+--max-segment "$MAX_SEGMENT"} --index "$IDX" "$f" \
     > "$OUT/ingest-$b.json" 2> "$OUT/ingest-$b.time"
   n=$(grep -o '"added":[0-9]*' "$OUT/ingest-$b.json" | cut -d: -f2)
   total=$((total + n))
@@ -69,6 +80,16 @@ for b in $(seq "$START" "$BATCHES"); do
   big=$(awk '{n[$1]++} END {m=0; for (c in n) if (n[c] > m) m = n[c]; print m}' "$OUT/clusters-$b.tsv")
   # The matching used, posting blocks read and probe lookups the key filters ruled out.
   match=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])).get("matching_stats") or {}; print("%s/blocks=%s/filtered=%s" % (m.get("matching"), m.get("blocks_read"), m.get("keys_filtered")))' "$OUT/ingest-$b.json" 2>/dev/null || echo -)
+  anon=$(grep -o 'peak_rss_anon_MiB=[0-9]*' "$OUT/ingest-$b.time" | cut -d= -f2)
+  file=$(grep -o 'peak_rss_file_MiB=[0-9]*' "$OUT/ingest-$b.time" | cut -d= -f2)
+  scpu=$(grep -o '"stage_cpu_seconds":{[^}]*}' "$OUT/ingest-$b.json" | sed 's/"stage_cpu_seconds"://; s/"//g')
+  nseg=$(ls "$IDX"/segments 2>/dev/null | grep -c '\.ndds$' || true)
+  q=-
+  if [[ " ${QUERY_AT:-} " == *" $b "* ]]; then
+    "$HERE/query_latency.sh" "$BIN/ndd-index" "$IDX" "$OUT/queries" > /dev/null  # warm-up pass
+    "$HERE/query_latency.sh" "$BIN/ndd-index" "$IDX" "$OUT/queries" > "$OUT/query-$b.txt"
+    q=$(sed -E 's/.*p50 ([0-9.]+) ms.*p99 ([0-9.]+) ms.*/p50=\1,p99=\2/' "$OUT/query-$b.txt")
+  fi
   cpu=$(awk -F': ' '/User time|System time/ {s+=$2} END {printf "%.1f", s}' "$OUT/ingest-$b.time")
-  echo -e "$b\t$total\t$s\t$(awk -v n="$n" -v s="$s" 'BEGIN{printf "%.0f", n/s}')\t$(rss "$OUT/ingest-$b.time")\t$((bytes / total))\t$stages\t$(wall "$OUT/clusters-$b.time")\t$(rss "$OUT/clusters-$b.time")\t${big:-0}\t$match\t$cpu\t$(cut -d' ' -f1 /proc/loadavg)"
+  echo -e "$b\t$total\t$s\t$(awk -v n="$n" -v s="$s" 'BEGIN{printf "%.0f", n/s}')\t$(rss "$OUT/ingest-$b.time")\t$((bytes / total))\t$stages\t$(wall "$OUT/clusters-$b.time")\t$(rss "$OUT/clusters-$b.time")\t${big:-0}\t$match\t$cpu\t$(cut -d' ' -f1 /proc/loadavg)\t${anon:--}\t${file:--}\t$scpu\t$nseg\t$q"
 done

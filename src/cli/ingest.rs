@@ -12,7 +12,7 @@ use ndd_index::ops::{default_mem, CreateSpec};
 use ndd_index::pipeline::{self, DocReport, IngestOptions, Progress};
 use ndd_index::{Error, Index, Threshold};
 
-use super::{parse_size, IndexArg, InputArgs, Out};
+use super::{merge_policy, parse_size, IndexArg, InputArgs, Out};
 
 #[derive(Args)]
 pub struct IngestArgs {
@@ -64,6 +64,10 @@ pub struct IngestArgs {
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     mem: Option<u64>,
+    /// Largest segment the merge after the batch may write, e.g. 4GiB (default 16GiB): it
+    /// bounds the merge's time and the disk it needs on top of the index.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_segment: Option<u64>,
     /// How new documents are matched against the index: join (sorted probe records
     /// merge-joined with the segments, sequential reads, bounded by --mem), probe (random
     /// lookups per document), or auto (the cheaper of the two by a cost model over the
@@ -236,7 +240,7 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
     let summary = summary?;
     if !summary.already_ingested {
         // The batch is published already: a failed merge is a warning, not a failure.
-        match index.compact_after_ingest() {
+        match index.compact_after_ingest_with(&merge_policy(a.max_segment)) {
             Ok(Some(s)) if !(a.quiet || a.ix.json) => eprintln!(
                 "ndd-index: compacted {} segments into {} ({:.2} s)",
                 s.merged.len(),

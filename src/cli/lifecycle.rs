@@ -4,10 +4,10 @@
 use std::io::{self, Write};
 
 use clap::Args;
-use ndd_index::lifecycle::{delete::parse_date, verify_index, DeleteSelector, MergePolicy};
+use ndd_index::lifecycle::{delete::parse_date, verify_index, DeleteSelector};
 use ndd_index::{CreateOptions, Error, Index};
 
-use super::{stdout_err as out_err, IndexArg};
+use super::{merge_policy, parse_size, stdout_err as out_err, IndexArg};
 
 #[derive(Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["keys", "batch", "older_than"])))]
@@ -65,6 +65,10 @@ pub struct CompactArgs {
     /// Merge every segment into one (dropping all deleted documents).
     #[arg(long)]
     full: bool,
+    /// Largest segment a merge of the tiered policy may write (not `--full`), e.g. 4GiB
+    /// (default 16GiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, conflicts_with = "full")]
+    max_segment: Option<u64>,
     /// Yield to a server on the same machine: nice 19 and IO class idle (as `ingest
     /// --background`).
     #[arg(long)]
@@ -76,7 +80,7 @@ pub fn compact(a: CompactArgs) -> Result<(), Error> {
         ndd_index::ops::background::run_in_background()?;
     }
     let mut index = Index::open_writer(&a.ix.index, &CreateOptions::default())?;
-    let s = index.compact(a.full, &MergePolicy::default())?;
+    let s = index.compact(a.full, &merge_policy(a.max_segment))?;
     let mut out = io::stdout().lock();
     if a.ix.json {
         writeln!(

@@ -78,6 +78,15 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     ndd_index::ops::parse_size(s)
 }
 
+/// The tiered merge policy, its largest merged segment set by `--max-segment` when given.
+pub fn merge_policy(max_segment: Option<u64>) -> ndd_index::lifecycle::MergePolicy {
+    let mut p = ndd_index::lifecycle::MergePolicy::default();
+    if let Some(m) = max_segment {
+        p.max_merged_bytes = m;
+    }
+    p
+}
+
 /// The JSONL field options shared by `ingest` and `add`.
 #[derive(Args)]
 pub struct InputArgs {

@@ -41,7 +41,16 @@ impl Index {
     /// The cheap merge-policy check after a batch, and a merge when it says so (what
     /// `ndd-index ingest` does after publishing). `Ok(None)`: nothing merged.
     pub fn compact_after_ingest(&mut self) -> Result<Option<CompactSummary>> {
-        let s = self.compact(false, &MergePolicy::default())?;
+        self.compact_after_ingest_with(&MergePolicy::default())
+    }
+
+    /// [`Index::compact_after_ingest`] under `policy` (e.g. a smaller
+    /// [`MergePolicy::max_merged_bytes`]: `ingest --max-segment`).
+    pub fn compact_after_ingest_with(
+        &mut self,
+        policy: &MergePolicy,
+    ) -> Result<Option<CompactSummary>> {
+        let s = self.compact(false, policy)?;
         Ok(if s.merged.is_empty() { None } else { Some(s) })
     }
 }
