@@ -8,7 +8,8 @@ SOURCE is either the OUT directory of a bench_scale.sh run (its ingest-N.json, a
 that bench_scale.sh prints (columns found by name: docs_in_index, ingest_s, stage_seconds,
 index_bytes_per_doc, peak_rss_MiB and any column naming heap/RssAnon/RssFile; lines starting
 with '#' are comments). The charts, one SVG figure drawn by `ndd-index plot` (src/plot):
-time per document against N (whole batch and per stage, log N), index bytes per document
+time per document against N (whole batch and per stage, log N), CPU per document (the
+process's CPU and each stage's, when the source has them), index bytes per document
 against N, and peak memory per batch. Only what the source holds is drawn: nothing is
 estimated or filled in.
 """
@@ -60,6 +61,8 @@ def from_tsv(path):
             r = dict(zip(head, cells))
             row = {"n": num(r.get("docs_in_index")), "wall": num(r.get("ingest_s")),
                    "stages": parse_stages(r.get("stage_seconds")),
+                   "cpu_stages": parse_stages(r.get("stage_cpu_seconds")),
+                   "cpu": num(r.get("cpu_s")),
                    "bytes_per_doc": num(r.get("index_bytes_per_doc")),
                    "mem": {}}
             for k, v in r.items():
@@ -100,6 +103,7 @@ def from_dir(d):
         wall, rss = time_file(os.path.join(d, f"ingest-{b}.time"))
         row = {"n": total, "wall": wall if wall is not None else j.get("seconds"),
                "stages": parse_stages(j.get("stage_seconds", {})), "bytes_per_doc": None,
+               "cpu_stages": parse_stages(j.get("stage_cpu_seconds", {})), "cpu": None,
                "mem": {}}
         if rss is not None:
             row["mem"]["peak RSS (time -v)"] = rss
@@ -145,6 +149,28 @@ def figure(rows, title):
                        "x": {"label": "documents in the index after the batch (N, log)",
                              "log": True},
                        "y": {"label": "µs per document", "min": 0}, "series": series})
+    # CPU seconds per document (process CPU: what a shared machine's load does not inflate).
+    per_cpu = {"whole batch (process CPU, incl. merge)": []}
+    for s in STAGES:
+        per_cpu[s] = []
+    prev = 0
+    for r in rows:
+        docs = r["n"] - prev
+        prev = r["n"]
+        if docs <= 0:
+            continue
+        if r.get("cpu") is not None:
+            per_cpu["whole batch (process CPU, incl. merge)"].append([r["n"], 1e6 * r["cpu"] / docs])
+        for s in STAGES:
+            if s in r.get("cpu_stages", {}):
+                per_cpu[s].append([r["n"], 1e6 * r["cpu_stages"][s] / docs])
+    series = [{"name": k, "points": v, "color": i}
+              for i, (k, v) in enumerate(per_cpu.items()) if v]
+    if series:
+        charts.append({"kind": "line", "title": "Ingest CPU per document of each batch",
+                       "x": {"label": "documents in the index after the batch (N, log)",
+                             "log": True},
+                       "y": {"label": "CPU µs per document", "min": 0}, "series": series})
     bpd = [[r["n"], r["bytes_per_doc"]] for r in rows if r["bytes_per_doc"]]
     if bpd:
         charts.append({"kind": "line", "title": "Index bytes per document",
