@@ -216,6 +216,46 @@ fn policy_merges_small_segments_after_ingest_without_changing_answers() {
     assert!(idx.stdout(&["compact"]).contains("nothing to compact"));
 }
 
+/// `--max-segment` caps what the policy may write: a full level whose total exceeds it is not
+/// merged (fewer than four of its members fit), after ingest or by `compact`; without the cap
+/// the same level merges, and no answer changes either way.
+#[test]
+fn max_segment_caps_the_policy_merge() {
+    let w = temp_dir("lc-maxseg");
+    let all = w.path().join("all");
+    write_corpus(&all, 320, 12);
+    let idx = TestIndex::at(w.path().join("idx"));
+    let segments = || -> Vec<u64> {
+        std::fs::read_dir(idx.path().join("segments"))
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .collect()
+    };
+    for dir in split_batches(&all, w.path(), 80) {
+        idx.ingest(&[&dir], &["--max-segment", "1MiB"]);
+    }
+    let sizes = segments();
+    assert!(
+        sizes.iter().sum::<u64>() > 1 << 20,
+        "precondition: the segments ({sizes:?}) must not fit 1 MiB together"
+    );
+    assert_eq!(
+        sizes.len(),
+        4,
+        "the cap kept the policy from merging: {sizes:?}"
+    );
+    let before = idx.pairs("0.5");
+    assert!(!before.is_empty());
+    assert!(idx
+        .stdout(&["compact", "--max-segment", "1MiB"])
+        .contains("nothing to compact"));
+    assert_eq!(segments().len(), 4);
+    assert!(idx.stdout(&["compact"]).contains("merged 4 segments"));
+    assert_eq!(segments().len(), 1);
+    assert_eq!(idx.pairs("0.5"), before);
+    idx.verify();
+}
+
 /// A cluster whose members are connected only through its representative splits when the
 /// representative is deleted; the part that stays connected is re-keyed to its oldest member.
 #[test]
