@@ -306,3 +306,197 @@ fn more_than_31_old_segments_share_the_last_bit() {
         assert!(per.docs_no_old >= 20, "{per:?}");
     }
 }
+
+/// The probes `choose_segment_probes` must choose for the sorted feature set `x`, from their
+/// definition rather than a walk: the plain rarest-first `p = |x| - m + 1` keys for the
+/// batch's own segments; for each old group (segments sharing a bit), nothing when `x` has
+/// at least `p` keys absent from every member, else all of `x`'s present keys' cheapest
+/// `p - absent` by (weight, key). One entry per key, bits or-ed, ascending. None when the
+/// per-segment choice does not apply to `x` (one set for all).
+fn oracle_probes(
+    view: &crate::view::View,
+    cfg: &PairsConfig,
+    bits: &[u32],
+    x: &[u64],
+) -> Option<Vec<(u64, u32)>> {
+    let n = x.len();
+    let need = if n == 0 {
+        0
+    } else {
+        cfg.sample.min_overlap(cfg.threshold, n).max(1)
+    };
+    if n == 0 || need > n || need == 1 {
+        return None;
+    }
+    let p = n - need + 1;
+    let cheapest = |keys: Vec<u64>, want: usize| -> Vec<u64> {
+        let mut r: Vec<(u32, u64)> = keys
+            .into_iter()
+            .map(|k| (view.probe_weight(k), k))
+            .collect();
+        r.sort_unstable();
+        r.truncate(want);
+        r.into_iter().map(|(_, k)| k).collect()
+    };
+    let mut out: Vec<(u64, u32)> = Vec::new();
+    if bits.contains(&crate::query::NEW_SEGMENTS) {
+        out.extend(
+            cheapest(x.to_vec(), p)
+                .into_iter()
+                .map(|k| (k, crate::query::NEW_SEGMENTS)),
+        );
+    }
+    let mut groups: Vec<u32> = bits
+        .iter()
+        .copied()
+        .filter(|&b| b != crate::query::NEW_SEGMENTS)
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    for g in groups {
+        let absent = |k: u64| {
+            (view.segments.iter().zip(bits))
+                .filter(|(_, &b)| b == g)
+                .all(|(s, _)| matches!(s.seg.postings_block_for(k), Ok(None)))
+        };
+        let present: Vec<u64> = x.iter().copied().filter(|&k| !absent(k)).collect();
+        let a = n - present.len();
+        if a < p {
+            out.extend(cheapest(present, p - a).into_iter().map(|k| (k, g)));
+        }
+    }
+    out.sort_unstable();
+    let mut merged: Vec<(u64, u32)> = Vec::new();
+    for (k, b) in out {
+        match merged.last_mut() {
+            Some(last) if last.0 == k => last.1 |= b,
+            _ => merged.push((k, b)),
+        }
+    }
+    Some(merged)
+}
+
+/// `choose_segment_probes` (a chunked walk over batched key-filter answers) chooses exactly
+/// the oracle's probes for every document of `docs`; returns the documents compared.
+fn walk_equals_oracle(
+    view: &crate::view::View,
+    cfg: &PairsConfig,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+) -> usize {
+    let m = cfg.matcher(view, older_than);
+    assert!(m.per_segment());
+    let bits = m.segment_bits();
+    let ids: Vec<u32> = docs
+        .filter(|&d| view.is_live(d) && view.size(d) > 0)
+        .collect();
+    let mut lists = crate::query::DocLists::read(view, ids).unwrap();
+    lists.map_hashes_caching(view, |_| true).unwrap();
+    let mut scratch = crate::query::Scratch::new(0);
+    let mut sp = crate::query::SegmentProbes::default();
+    let mut compared = 0;
+    for i in 0..lists.len() {
+        let Some(x) = lists.segment(i).and_then(|_| lists.hashes(i)) else {
+            continue;
+        };
+        let Some(want) = oracle_probes(view, cfg, &bits, x) else {
+            continue;
+        };
+        assert!(m.choose_segment_probes(x, &mut scratch, &mut sp).unwrap());
+        assert_eq!(sp.probes, want, "document {}", lists.id(i));
+        compared += 1;
+    }
+    let c = sp.take_counters();
+    assert_eq!(c.docs_per_segment, compared as u64);
+    compared
+}
+
+/// The chunked walk chooses the oracle's probes, for one group per old segment (3 segments,
+/// relatives in one, both or none of them) and for grouped segments (34 old segments), at
+/// several thresholds.
+#[test]
+fn chunked_filter_walk_chooses_the_defined_probes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ix = word_pages_index(tmp.path(), 1500, 122, old_word);
+    let b = (700..1000u32)
+        .map(|d| {
+            (
+                format!("b{d}.html"),
+                edited(d, 5, "bcopy", |i| old_word(d, i)),
+            )
+        })
+        .collect();
+    ingest(&mut ix, write_batch(&tmp.path().join("docs-b"), b));
+    let mut c = Vec::new();
+    for d in 0..60u32 {
+        c.push((
+            format!("r{d:02}.html"),
+            edited(d, 3, "edit", |i| old_word(d, i)),
+        ));
+    }
+    for d in 700..760u32 {
+        c.push((
+            format!("n{d}.html"),
+            edited(d, 9, "near", |i| old_word(d, i)),
+        ));
+    }
+    for d in 0..80u32 {
+        let t = html((0..122).map(|i| match i {
+            _ if i < 12 => format!("site{}w{i}", d % 7),
+            _ if i < 42 => old_word((d * 37) % 1500, i + 20),
+            _ => format!("fresh{d}x{i}"),
+        }));
+        c.push((format!("p{d:03}.html"), t));
+    }
+    let lo = ix.view().doc_ids();
+    ingest(&mut ix, write_batch(&tmp.path().join("docs-c"), c));
+    let view = ix.view();
+    assert_eq!(view.segments.len(), 3);
+    let hi = view.doc_ids();
+    let sample = ix.options().sample().unwrap();
+    for t in ["0.3", "0.5", "0.8", "0.95"] {
+        let cfg = &configs(sample, t)[2];
+        assert_eq!(walk_equals_oracle(view, cfg, lo..hi, lo), 200, "t {t}");
+        // Matched against segment A alone (B is then the "new" side): another grouping.
+        walk_equals_oracle(view, cfg, 1500..hi, 1500);
+    }
+
+    // 34 old segments of 3 pages (the last 4 share bit 31) and a batch of recrawls.
+    let tmp = tempfile::tempdir().unwrap();
+    let word = |d: u32, i: u32| match i {
+        _ if i < 40 => format!("fam{}w{i}", d % 5),
+        _ => format!("own{d}x{i}"),
+    };
+    let mut ix = word_pages_index(tmp.path(), 3, 100, word);
+    for k in 1..34u32 {
+        let pages = (3 * k..3 * k + 3)
+            .map(|d| (format!("d{d:02}.html"), html((0..100).map(|i| word(d, i)))))
+            .collect();
+        ingest(
+            &mut ix,
+            write_batch(&tmp.path().join(format!("b{k}")), pages),
+        );
+    }
+    let lo = ix.view().doc_ids();
+    let c = (0..102u32)
+        .step_by(3)
+        .map(|d| {
+            let t = html((0..100).map(|i| {
+                if i % 50 == 45 {
+                    format!("edit{d}x{i}")
+                } else {
+                    word(d, i)
+                }
+            }));
+            (format!("r{d:02}.html"), t)
+        })
+        .collect();
+    ingest(&mut ix, write_batch(&tmp.path().join("docs-c"), c));
+    let view = ix.view();
+    assert_eq!(view.segments.len(), 35);
+    let hi = view.doc_ids();
+    for t in ["0.5", "0.8"] {
+        let cfg = &configs(sample, t)[2];
+        assert_eq!(walk_equals_oracle(view, cfg, lo..hi, lo), 34, "t {t}");
+    }
+}

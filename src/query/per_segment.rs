@@ -33,6 +33,8 @@ use crate::error::Result;
 pub const NEW_SEGMENTS: u32 = 1;
 /// Old segment groups (bits 1..=31).
 const GROUPS: usize = 31;
+/// Fewest keys the filter walk asks an old group's filters about at once.
+const WALK_CHUNK_MIN: usize = 8;
 
 /// Per-thread buffers and counters of [`Matcher::choose_segment_probes`].
 #[derive(Default)]
@@ -43,6 +45,12 @@ pub struct SegmentProbes {
     walked: Vec<(u64, u32)>,
     /// (weight, key) candidates of one selection.
     ranked: Vec<(u32, u64)>,
+    /// Old groups that may hold each key of the walk's current chunk.
+    chunk_bits: Vec<u32>,
+    /// One segment's answers for the current chunk.
+    hold: Vec<bool>,
+    /// The current document's key weights (`View::probe_weight`), when computed.
+    weights: Vec<u32>,
     /// (key, old segment group) lookups the chosen probes ask for.
     pub old_lookups: u64,
     /// Documents whose probes ask for no old lookup at all.
@@ -115,6 +123,9 @@ impl<'v> Matcher<'v> {
         let probes = n - need + 1;
         sp.docs_per_segment += 1;
         let w = |k: u64| self.view.probe_weight(k);
+        // `x`'s weights, once per document (a FrequentKeys lookup each), when some choice
+        // ranks by them; empty otherwise.
+        sp.weights.clear();
 
         // Bit 0: the batch's own segments hold every key; the plain rarest-first choice.
         if self.absent_in.len() < self.view.segments.len() {
@@ -122,8 +133,11 @@ impl<'v> Matcher<'v> {
                 sp.probes
                     .extend(x.iter().take(probes).map(|&k| (k, NEW_SEGMENTS)));
             } else {
+                sp.weights.clear();
+                sp.weights.extend(x.iter().map(|&k| w(k)));
                 sp.ranked.clear();
-                sp.ranked.extend(x.iter().map(|&k| (w(k), k)));
+                sp.ranked
+                    .extend(sp.weights.iter().zip(x).map(|(&wk, &k)| (wk, k)));
                 sp.ranked.select_nth_unstable(probes - 1);
                 (sp.probes).extend(sp.ranked[..probes].iter().map(|&(_, k)| (k, NEW_SEGMENTS)));
             }
@@ -137,32 +151,54 @@ impl<'v> Matcher<'v> {
         let mut absent = [0usize; GROUPS];
         let mut checks = 0u64;
         sp.walked.clear();
-        for &k in x {
-            let mut present = 0u32;
+        // The walk goes a chunk of keys at a time: each open group's filters answer the whole
+        // chunk at once (`Segment::postings_may_hold_many`, its cache misses overlapped), then
+        // the keys are walked one by one on those answers exactly as a key-by-key walk would
+        // (a group closed within the chunk ignores the rest of it). A chunk is as long as the
+        // fewest keys any open group still needs before it can close (so no group's answers
+        // are wasted), at least `WALK_CHUNK_MIN`.
+        let mut pos = 0;
+        while pos < n && open != 0 {
+            let mut need = usize::MAX;
+            let mut o = open;
+            while o != 0 {
+                let g = o.trailing_zeros() as usize;
+                o &= o - 1;
+                need = need.min(probes - absent[g]);
+            }
+            let keys = &x[pos..(pos + need.max(WALK_CHUNK_MIN)).min(n)];
+            sp.chunk_bits.clear();
+            sp.chunk_bits.resize(keys.len(), 0);
             for (j, &i) in self.absent_in.iter().enumerate() {
                 let g = 1u32 << j.min(GROUPS - 1);
-                if open & g == 0 || present & g != 0 {
+                if open & g == 0 {
                     continue;
                 }
-                checks += 1;
-                // A damaged filter counts as "may hold": the join's read reports it.
-                if !matches!(segs[i].seg.postings_block_for(k), Ok(None)) {
-                    present |= g;
+                checks += keys.len() as u64;
+                segs[i].seg.postings_may_hold_many(keys, &mut sp.hold);
+                for (b, &h) in sp.chunk_bits.iter_mut().zip(&sp.hold) {
+                    if h {
+                        *b |= g;
+                    }
                 }
             }
-            let mut still = open & !present;
-            while still != 0 {
-                let g = still.trailing_zeros() as usize;
-                still &= still - 1;
-                absent[g] += 1;
-                if absent[g] == probes {
-                    open &= !(1 << g);
+            for (t, &k) in keys.iter().enumerate() {
+                let present = sp.chunk_bits[t] & open;
+                let mut still = open & !present;
+                while still != 0 {
+                    let g = still.trailing_zeros() as usize;
+                    still &= still - 1;
+                    absent[g] += 1;
+                    if absent[g] == probes {
+                        open &= !(1 << g);
+                    }
+                }
+                sp.walked.push((k, present));
+                if open == 0 {
+                    break;
                 }
             }
-            sp.walked.push((k, present));
-            if open == 0 {
-                break;
-            }
+            pos += keys.len();
         }
         sp.filter_checks += checks;
         if open == 0 {
@@ -175,11 +211,16 @@ impl<'v> Matcher<'v> {
             let g = bits.trailing_zeros() as usize;
             bits &= bits - 1;
             let want = probes - absent[g];
+            if sp.weights.len() != n {
+                sp.weights.clear();
+                sp.weights.extend(x.iter().map(|&k| w(k)));
+            }
+            // The walk went through `x` in order: walked key t is x[t].
             sp.ranked.clear();
             sp.ranked.extend(
-                (sp.walked.iter())
-                    .filter(|&&(_, p)| p & (1 << g) != 0)
-                    .map(|&(k, _)| (w(k), k)),
+                (sp.walked.iter().zip(&sp.weights))
+                    .filter(|&(&(_, p), _)| p & (1 << g) != 0)
+                    .map(|(&(k, _), &wk)| (wk, k)),
             );
             debug_assert!(sp.ranked.len() >= want);
             if want < sp.ranked.len() {

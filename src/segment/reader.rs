@@ -306,6 +306,110 @@ impl Segment {
         Ok(self.postings_may_contain(bi, key)?.then_some(bi))
     }
 
+    /// [`Segment::postings_block_for`] of many keys as "may the POSTINGS table hold it"
+    /// answers: `out[i]` is false exactly when `postings_block_for(keys[i])` is `Ok(None)`
+    /// (true for an error: a damaged filter counts as "may hold", and the join's read reports
+    /// it). The memory accesses of the keys are overlapped as in
+    /// [`Segment::get_postings_many`], in groups of [`LOOKUP_GROUP`] (block search in
+    /// lockstep; block index entry and filter slot; filter header; fingerprint bytes; answer),
+    /// so a group waits for memory about once a step instead of once a step and key: the
+    /// probe choice's key-filter walk is a stream of cache misses into filters of hundreds of
+    /// MB, not work.
+    pub fn postings_may_hold_many(&self, keys: &[u64], out: &mut Vec<bool>) {
+        use super::prefetch;
+        out.clear();
+        let Some(t) = self.table(super::POSTINGS) else {
+            out.resize(keys.len(), false);
+            return;
+        };
+        let n = t.last_keys.len();
+        let slots: Option<&[(u64, u32)]> = match self.filters.get_or_init(|| self.load_filters()) {
+            Ok(s) => s.as_deref(),
+            Err(_) => {
+                // A damaged filter table: every key in a block's range "may" be there (as
+                // `postings_block_for`'s error).
+                out.extend(keys.iter().map(|&k| {
+                    let bi = t.last_keys.partition_point(|&last| last < k);
+                    t.blocks.get(bi).is_some_and(|b| b.first_key <= k)
+                }));
+                return;
+            }
+        };
+        let filter_of = |bi: usize| -> Option<&[u8]> {
+            let &(off, len) = slots?.get(bi)?;
+            Some(
+                self.map
+                    .get(off as usize..off as usize + len as usize)
+                    .unwrap_or(&[]),
+            )
+        };
+        const G: usize = LOOKUP_GROUP;
+        let mut bis = [0usize; G];
+        let mut live = [false; G];
+        for chunk in keys.chunks(G) {
+            let g = chunk.len();
+            if n == 0 {
+                out.extend(std::iter::repeat_n(false, g));
+                continue;
+            }
+            // 1. The block of each key (`partition_point(last < key)`), in lockstep.
+            let mut base = [0usize; G];
+            let mut size = n;
+            while size > 1 {
+                let half = size / 2;
+                for j in 0..g {
+                    let mid = base[j] + half;
+                    if t.last_keys[mid] < chunk[j] {
+                        base[j] = mid;
+                    }
+                }
+                size -= half;
+            }
+            for j in 0..g {
+                let bi = base[j] + usize::from(t.last_keys[base[j]] < chunk[j]);
+                bis[j] = bi;
+                live[j] = bi < n;
+                if live[j] {
+                    prefetch(&t.blocks[bi]);
+                    if let Some(s) = slots.and_then(|s| s.get(bi)) {
+                        prefetch(s);
+                    }
+                }
+            }
+            // 2. Keys before their block's first key are absent; the others' filter header.
+            for j in 0..g {
+                if !live[j] {
+                    continue;
+                }
+                if t.blocks[bis[j]].first_key > chunk[j] {
+                    live[j] = false;
+                    continue;
+                }
+                if let Some(x) = filter_of(bis[j]).and_then(|v| v.first()) {
+                    prefetch(x);
+                }
+            }
+            // 3. The filters' fingerprint bytes.
+            for j in 0..g {
+                if live[j] {
+                    if let Some(Ok(Some(kf))) =
+                        filter_of(bis[j]).map(super::filter::KeyFilter::decode)
+                    {
+                        kf.prefetch(chunk[j]);
+                    }
+                }
+            }
+            // 4. The answers (no filter, or an empty one: "may").
+            for j in 0..g {
+                out.push(
+                    live[j]
+                        && filter_of(bis[j])
+                            .is_none_or(|v| super::filter::may_contain(v, chunk[j])),
+                );
+            }
+        }
+    }
+
     /// [`Segment::get_postings`] of many keys, their memory accesses overlapped: the keys go
     /// through the steps of a lookup (block search; block index entry and key filter header;
     /// the filter's fingerprint bytes; the filter's answer and the block's key search; the

@@ -453,6 +453,43 @@ fn key_filter_skips_blocks_without_changing_answers() {
     }
     assert_eq!(sf.keys_filtered, 0);
     assert_eq!(sf.blocks_read, blocks);
+    // The batched answers are `postings_block_for`'s, key by key, in any order and group
+    // size: present, absent, between blocks, before the first and after the last key.
+    let mut keys: Vec<u64> = postings
+        .keys()
+        .copied()
+        .chain(absent.iter().copied())
+        .collect();
+    keys.extend([0, 16, 17, 4_999_017, 4_999_018, u64::MAX]);
+    let mut rng = 7u64;
+    for i in (1..keys.len()).rev() {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        keys.swap(i, (rng >> 33) as usize % (i + 1));
+    }
+    let mut out = Vec::new();
+    for seg in [&f, &n] {
+        for len in [0, 1, 15, 16, 17, 1000, keys.len()] {
+            seg.postings_may_hold_many(&keys[..len], &mut out);
+            let want: Vec<bool> = keys[..len]
+                .iter()
+                .map(|&k| seg.postings_block_for(k).unwrap().is_some())
+                .collect();
+            assert_eq!(out, want, "{len} keys");
+        }
+    }
+    seg_may_hold_all(&f, &postings.keys().copied().collect::<Vec<_>>());
+    f.postings_may_hold_many(&absent, &mut out);
+    assert_eq!(out.iter().filter(|&&h| h).count() as u64, passed);
+}
+
+/// Every key of the segment may be held (no false negatives in the batched answers).
+fn seg_may_hold_all(seg: &Segment, keys: &[u64]) {
+    let mut out = Vec::new();
+    seg.postings_may_hold_many(keys, &mut out);
+    assert_eq!(out.len(), keys.len());
+    assert!(out.iter().all(|&h| h));
 }
 
 /// The version-1 fixture: the spec's version-1 golden bytes (what format 1 writers wrote) are
