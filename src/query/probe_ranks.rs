@@ -150,17 +150,15 @@ impl<'v> Matcher<'v> {
             return false;
         }
         let probes = n - need + 1;
-        if weights.is_empty() || probes == n {
-            out.extend_from_slice(&raw[..probes]);
+        let first = &raw[..probes];
+        // When the first p ranks weigh nothing, no other rank comes before them (the usual
+        // case at a high threshold): the other ranks' weights are not looked up.
+        if weights.is_empty() || probes == n || first.iter().all(|&r| weights.weight(r) == 0) {
+            out.extend_from_slice(first);
             return true;
         }
         ranked.clear();
         ranked.extend(raw.iter().map(|&r| (weights.weight(r), r)));
-        if ranked[..probes].iter().all(|&(w, _)| w == 0) {
-            // The first p ranks weigh nothing: no other rank comes before them.
-            out.extend_from_slice(&raw[..probes]);
-            return true;
-        }
         ranked.select_nth_unstable(probes - 1);
         out.extend(ranked[..probes].iter().map(|&(_, r)| r));
         true
