@@ -11,7 +11,10 @@
 //!    old segment looks keys up only there) and emits `(key, a, segments)` records
 //!    ([`ProbeRecord`]); an external sort orders them by key. A batch matched against the
 //!    whole index at once (`older_than` 0), a commonality limit or adaptive sampling keep one
-//!    probe set for all segments (every bit set).
+//!    probe set for all segments (every bit set). Under the plain choice (no commonality
+//!    limit, no adaptive sampling, no absent-first order: a whole-index run), a prober of a
+//!    format-3 segment chooses on its stored ranks and only the chosen ranks are mapped to
+//!    keys (`query::FrequentRanks`; the same set as the choice on hashes).
 //! 2. **Merge join.** The sorted probe stream is joined with every segment's POSTINGS table
 //!    through a forward-only [`Seeker`]: each segment is read once, at increasing offsets, and
 //!    only for the keys some record asks of it, in the blocks whose key filter (table
