@@ -11,7 +11,10 @@
 //!    old segment looks keys up only there) and emits `(key, a, segments)` records
 //!    ([`ProbeRecord`]); an external sort orders them by key. A batch matched against the
 //!    whole index at once (`older_than` 0), a commonality limit or adaptive sampling keep one
-//!    probe set for all segments (every bit set).
+//!    probe set for all segments (every bit set). Under the plain choice (no commonality
+//!    limit, no adaptive sampling, no absent-first order: a whole-index run), a prober of a
+//!    format-3 segment chooses on its stored ranks and only the chosen ranks are mapped to
+//!    keys (`query::FrequentRanks`; the same set as the choice on hashes).
 //! 2. **Merge join.** The sorted probe stream is joined with every segment's POSTINGS table
 //!    through a forward-only [`Seeker`]: each segment is read once, at increasing offsets, and
 //!    only for the keys some record asks of it, in the blocks whose key filter (table
@@ -159,6 +162,10 @@ pub fn join_pairs(
         vec![u32::MAX; view.segments.len()]
     };
     let mut probes = ExternalSorter::<ProbeRecord>::new(half.clone())?;
+    // The plain choice is made on a format-3 prober's stored ranks, and only the chosen
+    // ranks are mapped to keys (query::FrequentRanks): a fifth or so of its list at t = 0.8.
+    let plain = !per_segment && matcher.plain_choice();
+    let freq = plain.then(|| crate::query::FrequentRanks::new(view));
     let max_listed = verify_lists(sort.mem_bytes);
     let end = docs.end.min(view.doc_ids());
     let mut lo = docs.start;
@@ -176,18 +183,60 @@ pub fn join_pairs(
             .filter(|&d| view.is_live(d) && view.size(d) > 0)
             .collect();
         let mut lists = crate::query::DocLists::read(view, ids)?;
-        lists.map_hashes_caching(view, |_| true)?;
+        // Probers of a format-3 segment under the plain choice choose on their ranks; the
+        // others need their hashes (stored as they are in formats 1 and 2).
+        let by_ranks: Vec<bool> = (0..lists.len())
+            .map(|i| {
+                freq.is_some()
+                    && lists
+                        .segment(i)
+                        .is_some_and(|si| view.segments[si].seg.ranked_forward())
+            })
+            .collect();
+        lists.map_hashes_caching(view, |i| !by_ranks[i])?;
+        if let Some(freq) = &freq {
+            let mut segs: Vec<usize> = (0..lists.len())
+                .filter(|&i| by_ranks[i])
+                .filter_map(|i| lists.segment(i))
+                .collect();
+            segs.sort_unstable();
+            segs.dedup();
+            for si in segs {
+                freq.segment(si)?;
+            }
+        }
         let lists = &lists;
+        let by_ranks = &by_ranks;
+        let freq = &freq;
         let idx: Vec<usize> = (0..lists.len()).collect();
-        let chunks: Vec<Result<(Vec<ProbeRecord>, Scratch, SegmentProbes)>> = idx
+        // Per chunk: records of the probers chosen on hashes; (prober position, rank) of
+        // those chosen on ranks.
+        type Chunk = (Vec<ProbeRecord>, Vec<(u32, u64)>, Scratch, SegmentProbes);
+        let chunks: Vec<Result<Chunk>> = idx
             .par_chunks(64)
             .map_init(
-                || (Scratch::new(0), SegmentProbes::default()),
-                |(scratch, sp), chunk| {
+                || {
+                    let s = (Scratch::new(0), SegmentProbes::default());
+                    (s, Vec::new(), Vec::new())
+                },
+                |((scratch, sp), ranked, chosen), chunk| {
                     let mut out = Vec::new();
+                    let mut out_ranks = Vec::new();
                     for &i in chunk {
                         let a = lists.id(i);
-                        let Some(x) = lists.segment(i).and_then(|_| lists.hashes(i)) else {
+                        let Some(si) = lists.segment(i) else {
+                            continue;
+                        };
+                        if by_ranks[i] {
+                            let Some(freq) = freq else { continue };
+                            let w = freq.segment(si)?;
+                            chosen.clear();
+                            if matcher.choose_probe_ranks(lists.raw(i), w, ranked, chosen) {
+                                out_ranks.extend(chosen.iter().map(|&r| (i as u32, r)));
+                            }
+                            continue;
+                        }
+                        let Some(x) = lists.hashes(i) else {
                             continue;
                         };
                         if per_segment {
@@ -206,12 +255,19 @@ pub fn join_pairs(
                             }));
                         }
                     }
-                    Ok((out, Scratch::counters_only(scratch), sp.take_counters()))
+                    Ok((
+                        out,
+                        out_ranks,
+                        Scratch::counters_only(scratch),
+                        sp.take_counters(),
+                    ))
                 },
             )
             .collect();
+        // The chosen ranks, segment by segment: (rank, prober) to map in bulk.
+        let mut by_seg: Vec<(Vec<u64>, Vec<u32>)> = vec![Default::default(); view.segments.len()];
         for c in chunks {
-            let (recs, s, sp) = c?;
+            let (recs, ranks, s, sp) = c?;
             stats.add_per_segment(&sp);
             stats.max_df_probes_cut += s.probes_cut;
             stats.max_df_keys_cut += s.keys_cut;
@@ -219,6 +275,25 @@ pub fn join_pairs(
             stats.max_df_docs_cut += s.docs_cut;
             stats.add_absent_first(&s);
             probes.extend(recs)?;
+            for (i, r) in ranks {
+                if let Some(si) = lists.segment(i as usize) {
+                    by_seg[si].0.push(r);
+                    by_seg[si].1.push(lists.id(i as usize));
+                }
+            }
+        }
+        by_seg
+            .par_iter_mut()
+            .enumerate()
+            .filter(|(_, (r, _))| !r.is_empty())
+            .map(|(si, (r, _))| view.segments[si].seg.ranks_to_keys_bulk_caching(r))
+            .collect::<Result<()>>()?;
+        for (keys, docs) in by_seg {
+            probes.extend(keys.into_iter().zip(docs).map(|(key, doc)| ProbeRecord {
+                key,
+                doc,
+                segs: u32::MAX,
+            }))?;
         }
         stats.documents += lists.len() as u64;
         lo = hi;

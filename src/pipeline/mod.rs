@@ -45,3 +45,5 @@ pub(crate) fn word_pages_index(
 mod absent_first_tests;
 #[cfg(test)]
 mod per_segment_tests;
+#[cfg(test)]
+mod probe_ranks_tests;

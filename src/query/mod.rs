@@ -1,10 +1,12 @@
 //! Single-document queries: near-duplicates of a document that is not added to the index.
 
 mod matcher;
+mod probe_ranks;
 mod verify;
 
 pub use matcher::per_segment::{SegmentProbes, NEW_SEGMENTS};
 pub use matcher::{Match, Matcher, Scratch};
+pub use probe_ranks::{FrequentRanks, RankWeights};
 pub use verify::{compares_by_order, verify_candidate, DocLists, Own, VerifyCounts};
 
 use serde::Serialize;

@@ -162,6 +162,21 @@ pub fn ranked_forward(dir: &Path, bytes: &[u8]) -> usize {
     seg.ranks_to_keys_bulk(&mut all)
         .expect("ranks_to_keys_bulk");
     assert_eq!(all, want, "ranks mapped in bulk");
+    // Keys to ranks: every key and its neighbours (absent unless they are keys too), sorted
+    // and unique; each found key's rank is its position, in order, and none is missed.
+    let mut asked: Vec<u64> = keys
+        .iter()
+        .flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)])
+        .collect();
+    asked.sort_unstable();
+    asked.dedup();
+    let mut found = Vec::new();
+    seg.ranks_of_each(&asked, |i, r| found.push((asked[i], r)))
+        .expect("ranks_of_each");
+    let want: Vec<(u64, u64)> = (keys.iter().enumerate())
+        .map(|(r, &k)| (k, r as u64))
+        .collect();
+    assert_eq!(found, want, "keys mapped to their ranks");
     let mut past = vec![0, keys.len() as u64];
     let e = seg.ranks_to_keys_by_blocks(&mut past).unwrap_err();
     assert!(e.is_corruption(), "{e}");

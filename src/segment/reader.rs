@@ -912,6 +912,13 @@ impl Segment {
     /// document of this segment holds it). Format 3 only (empty otherwise). One POSTINGS
     /// lookup per hash, after the block range and the key filter.
     pub fn ranks_of(&self, keys: &[u64], out: &mut Vec<u64>) -> Result<()> {
+        self.ranks_of_each(keys, |_, r| out.push(r))
+    }
+
+    /// [`Segment::ranks_of`] handing each rank found to `f` with the position in `keys` of
+    /// the hash it belongs to: `f(i, rank of keys[i])`, in ascending order of `i` (and so of
+    /// rank). Format 3 only (no call otherwise).
+    pub fn ranks_of_each(&self, keys: &[u64], mut f: impl FnMut(usize, u64)) -> Result<()> {
         if !self.ranked_forward() {
             return Ok(());
         }
@@ -920,7 +927,7 @@ impl Segment {
         };
         let mut bi = 0usize;
         let mut cur: Option<(usize, BlockView<'_>)> = None;
-        for &k in keys {
+        for (ki, &k) in keys.iter().enumerate() {
             bi += t.last_keys[bi..].partition_point(|&last| last < k);
             match t.blocks.get(bi) {
                 Some(b) if b.first_key <= k => {}
@@ -950,7 +957,7 @@ impl Segment {
                 }
             };
             if let Some(i) = view.find(k) {
-                out.push(starts[bi] + i as u64);
+                f(ki, starts[bi] + i as u64);
             }
         }
         Ok(())
