@@ -319,12 +319,7 @@ fn pair_of(a: u32, d: u32, ov: crate::fingerprint::Overlap) -> Pair {
     Pair {
         a: lo,
         b: hi,
-        m: Match {
-            doc: d,
-            inter: ov.inter,
-            resemblance: ov.resemblance,
-            containment: ov.containment,
-        },
+        m: Match::of(d, ov),
     }
 }
 
