@@ -5,6 +5,7 @@ pub mod ingest;
 pub mod join;
 pub mod pairs;
 pub mod plan;
+pub mod prefix;
 pub mod spool;
 
 pub use ingest::{DocReport, DocStatus, IngestOptions, IngestSummary, NearDup, Progress};

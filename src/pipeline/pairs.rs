@@ -53,8 +53,18 @@ pub fn for_each_pair_planned(
     older_than: u32,
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
+    let mut emit = emit;
+    if matches!(matching, Matching::Auto | Matching::Prefix) {
+        let mem = sort.mem_bytes;
+        let done =
+            super::prefix::prefix_pairs(view, cfg, mem, docs.clone(), older_than, &mut emit)?;
+        if let Some(mut stats) = done {
+            stats.plan = Some(planned);
+            return Ok(stats);
+        }
+    }
     let used = match matching {
-        Matching::Auto => planned.choice,
+        Matching::Auto | Matching::Prefix => planned.choice,
         m => m,
     };
     let mut stats = match used {

@@ -35,10 +35,15 @@ pub struct PairsStats {
     /// Probing documents whose probe set the limit left short (their pairs that share only
     /// over-limit keys can be missed).
     pub max_df_docs_cut: u64,
-    /// Join pipeline only: (key, doc) probe records sorted.
+    /// Join and prefix only: (key, doc) probe records sorted.
     pub probe_records: u64,
-    /// Join pipeline only: candidate pair records emitted by the merge join (before dedup).
+    /// Join pipeline: candidate pair records emitted by the merge join (before dedup); prefix:
+    /// the (pair, shared probe key) records.
     pub candidate_records: u64,
+    /// Prefix only: distinct candidate pairs the probe-hit and size bounds ruled out
+    /// unverified.
+    #[serde(default)]
+    pub candidates_pruned: u64,
     /// Join pipeline only: posting blocks the merge join read (each at most once per segment).
     pub blocks_read: u64,
     /// Join pipeline only: of `blocks_read`, those of the old segments (holding only documents
@@ -182,6 +187,12 @@ pub enum Matching {
     /// Each probing document looks its probe keys up in every segment (random reads), blocks of
     /// documents in parallel ([`super::pairs::for_each_pair_block`]): fastest while the index is in memory.
     Probe,
+    /// The prefix self-join of a whole-index run ([`super::prefix`]): candidates are the
+    /// documents sharing a key of both probe sets, no posting list is read. `Auto` takes it
+    /// whenever it applies (every live document probes, no commonality limit, not adaptive
+    /// sampling) and its records fit the memory budget; asked for where it does not, the
+    /// planner's choice runs.
+    Prefix,
 }
 
 impl Matching {
@@ -703,8 +714,9 @@ impl std::str::FromStr for Matching {
             "auto" => Ok(Matching::Auto),
             "join" => Ok(Matching::Join),
             "probe" => Ok(Matching::Probe),
+            "prefix" => Ok(Matching::Prefix),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown matching `{s}` (expected auto, join or probe)"
+                "unknown matching `{s}` (expected auto, join, probe or prefix)"
             ))),
         }
     }

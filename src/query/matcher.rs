@@ -94,6 +94,18 @@ impl Scratch {
         self.order.iter().map(|&(_, k)| k)
     }
 
+    /// The last of the probe keys [`Matcher::choose_probes`] chose in the order it chose them
+    /// by, `(probe weight, key)`, when that order is the plain rarest-first one: the probe
+    /// set is then every key of the document up to this one in that order, the same order
+    /// for every document (`pipeline::prefix`). Only meaningful after a plain choice (no
+    /// commonality limit, absent-first or adaptive sampling); `view` gives the weights.
+    pub fn last_probe(&self, view: &View) -> Option<(u32, u64)> {
+        self.order
+            .iter()
+            .map(|&(_, k)| (view.probe_weight(k), k))
+            .max()
+    }
+
     /// Takes the work counters out of `s` (resetting them) as a buffer-less `Scratch`.
     pub fn counters_only(s: &mut Scratch) -> Scratch {
         let out = Scratch {

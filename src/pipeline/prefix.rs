@@ -1,0 +1,378 @@
+//! The prefix self-join: every pair of a whole-index run (`older_than` 0: each document pairs
+//! with every later one; ingest into a new index, `pairs` without stored pairs) from the
+//! documents' probe sets alone, with no posting list read.
+//!
+//! Why it is exact. With one probe set for all segments and no commonality limit, the probe
+//! set of a document `A` ([`crate::query::Matcher::choose_probes`], no absent-first order when
+//! `older_than` is 0) is its first `|A| - m_A + 1` keys in ONE order of all keys, the same for
+//! every document: `(probe weight, key)`, the weight a function of the key alone (its summed
+//! df where it is frequent, else 0: `View::probe_weight`). Every similar `B` shares at least
+//! `m_A` features with `A` and at least `m_B` with `B` (`Sample::min_overlap`: `|A ∩ B| >=
+//! m_X` for either document `X` of a similar pair, for every sampling but `adaptive`). Let `w`
+//! be the first key of `A ∩ B` in the common order: `A` has at most `m_A - 1` keys after its
+//! probe set, and `A ∩ B` has at least `m_A` keys, so one of them, hence `w` (no later than
+//! it, and in `A`), is in `A`'s probe set; the same for `B`. So a similar pair shares a key
+//! of BOTH probe sets (the prefix filter of AllPairs/PPJoin, Bayardo et al. 2007, Xiao et al.
+//! 2008), where the probe and join matchings look each probe key up in the full posting lists.
+//! Candidates are the pairs of documents listed together under some probe key, each verified
+//! exactly as the other matchings verify (`query::verify_candidate`: same counts, same
+//! `Match`, the smaller id probing).
+//!
+//! Cost: the probe sets (`(key, doc)` records, sorted in memory), the candidate pairs (sorted
+//! and deduplicated in memory) and their verification, all on every core. It runs only when
+//! both fit a quarter of the memory budget each ([`prefix_pairs`] gives up before emitting
+//! anything otherwise, and the caller matches as before).
+
+use rayon::prelude::*;
+
+use crate::error::Result;
+use crate::fingerprint::Sample;
+use crate::query::{verify_candidate, DocLists, Match, Own, Scratch, VerifyCounts};
+use crate::view::View;
+
+use super::pairs::listed_prefix;
+use super::plan::{Matching, Pair, PairsConfig, PairsStats};
+
+/// Pairs handed to the caller at once.
+const EMIT_BLOCK: usize = 1 << 16;
+/// Candidate pairs per parallel verification step (cut at a probing document's boundary).
+const VERIFY_STEP: usize = 1 << 12;
+
+/// Whether the prefix self-join finds exactly the pairs of the other matchings for this run:
+/// a whole-index run (every live document probes, `older_than` 0) with one order of all keys
+/// (no commonality limit, not adaptive sampling; see the module doc).
+pub fn applies(
+    view: &View,
+    cfg: &PairsConfig,
+    docs: &std::ops::Range<u32>,
+    older_than: u32,
+) -> bool {
+    older_than == 0
+        && docs.start == 0
+        && docs.end >= view.doc_ids()
+        && cfg.max_df.is_none()
+        && !matches!(cfg.sample, Sample::Adaptive(_))
+        && cfg.threshold.as_f64() > 0.0
+}
+
+/// The pairs of a whole-index run through the prefix self-join, handed to `emit` in global
+/// `(a, b)` order in blocks, when [`applies`] and its records and candidates fit `mem_bytes`
+/// (a quarter each); `None` (nothing emitted) otherwise.
+pub fn prefix_pairs(
+    view: &View,
+    cfg: &PairsConfig,
+    mem_bytes: u64,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    emit: &mut dyn FnMut(&[Pair]) -> Result<()>,
+) -> Result<Option<PairsStats>> {
+    if !applies(view, cfg, &docs, older_than) {
+        return Ok(None);
+    }
+    let (sample, t) = (cfg.sample, cfg.threshold);
+    let end = view.doc_ids();
+    let live: Vec<u32> = (0..end)
+        .filter(|&d| view.is_live(d) && view.size(d) > 0)
+        .collect();
+    // The records' bound, from the sizes alone: |A| - m + 1 per document.
+    let records_max: u64 = live
+        .iter()
+        .map(|&d| {
+            let n = view.size(d) as usize;
+            (n + 1).saturating_sub(sample.min_overlap(t, n).max(1)) as u64
+        })
+        .sum();
+    let quarter = mem_bytes / 4;
+    if records_max * std::mem::size_of::<(u64, u32)>() as u64 > quarter {
+        return Ok(None);
+    }
+    let mut stats = PairsStats::default();
+
+    // 1. The probe sets: (key, doc) records, the documents' lists read a group at a time
+    //    (format 3: ranks mapped in bulk).
+    let matcher = cfg.matcher(view, older_than);
+    let mut records: Vec<(u64, u32)> = Vec::with_capacity(records_max as usize);
+    // Per document id: the last key of its probe set in the common order, and how many of
+    // its keys come after it (the bound of step 2).
+    let mut last: Vec<(u32, u64)> = vec![(0, 0); end as usize];
+    let mut after: Vec<u32> = vec![0; end as usize];
+    let max_listed = 1u64 << 20;
+    let mut g0 = 0;
+    while g0 < live.len() {
+        let g1 = g0 + listed_prefix(view, &live[g0..], max_listed);
+        let mut lists = DocLists::read(view, live[g0..g1].to_vec())?;
+        lists.map_hashes_caching(view, |_| true)?;
+        let lists = &lists;
+        let idx: Vec<usize> = (0..lists.len()).collect();
+        type Part = (Vec<(u64, u32)>, Vec<(u32, (u32, u64), u32)>);
+        let parts: Vec<Result<Part>> = idx
+            .par_chunks(64)
+            .map_init(
+                || Scratch::new(0),
+                |scratch, chunk| {
+                    let (mut out, mut ends) = (Vec::new(), Vec::new());
+                    for &i in chunk {
+                        let Some(x) = lists.hashes(i) else { continue };
+                        if matcher.choose_probes(x, scratch)? {
+                            let d = lists.id(i);
+                            let before = out.len();
+                            out.extend(scratch.probes().map(|k| (k, d)));
+                            let p = out.len() - before;
+                            let e = scratch.last_probe(view).unwrap_or((0, 0));
+                            ends.push((d, e, (x.len() - p) as u32));
+                        }
+                    }
+                    Ok((out, ends))
+                },
+            )
+            .collect();
+        for part in parts {
+            let (r, ends) = part?;
+            records.extend(r);
+            for (d, e, n) in ends {
+                last[d as usize] = e;
+                after[d as usize] = n;
+            }
+        }
+        g0 = g1;
+    }
+    stats.documents = live.len() as u64;
+    stats.probe_records = records.len() as u64;
+    records.par_sort_unstable();
+
+    // 2. Candidates: the pairs of documents under one key, (a << 32 | b) with a < b.
+    let cand_max = quarter / 8;
+    let groups: Vec<&[(u64, u32)]> = records.chunk_by(|x, y| x.0 == y.0).collect();
+    let listed: u64 = groups
+        .iter()
+        .map(|g| (g.len() as u64) * (g.len() as u64 - 1) / 2)
+        .sum();
+    if listed > cand_max {
+        return Ok(None);
+    }
+    let mut cands: Vec<u64> = groups
+        .par_iter()
+        .with_min_len(256)
+        .fold(Vec::new, |mut out: Vec<u64>, g| {
+            for (i, &(_, a)) in g.iter().enumerate() {
+                out.extend(g[i + 1..].iter().map(|&(_, b)| (a as u64) << 32 | b as u64));
+            }
+            out
+        })
+        .reduce(Vec::new, |mut x, mut y| {
+            if x.len() < y.len() {
+                std::mem::swap(&mut x, &mut y);
+            }
+            x.extend_from_slice(&y);
+            x
+        });
+    drop(groups);
+    drop(records);
+    stats.candidate_records = cands.len() as u64;
+    cands.par_sort_unstable();
+    // A pair listed under h keys shares h keys of both probe sets. Say A's last probe comes
+    // first in the common order: every key of A ∩ B up to it is in both probe sets (in A's
+    // by definition, in B's as B's last probe is no earlier), so |A ∩ B| <= h + (A's keys
+    // after its last probe). A pair that cannot reach the threshold with that many
+    // (`Sample::may_reach`, as the probe and join matchings prune) or whose sizes rule it out
+    // is not verified.
+    let (kept, pruned): (Vec<u64>, u64) = {
+        let runs: Vec<&[u64]> = cands.chunk_by(|x, y| x == y).collect();
+        let keep: Vec<Option<u64>> = runs
+            .par_iter()
+            .with_min_len(1024)
+            .map(|run| {
+                let (a, b) = ((run[0] >> 32) as usize, run[0] as u32 as usize);
+                let (na, nb) = (view.size(a as u32) as usize, view.size(b as u32) as usize);
+                let (lo, hi) = sample.size_bounds(t, na);
+                let rest = if last[a] <= last[b] {
+                    after[a]
+                } else {
+                    after[b]
+                };
+                let max = run.len() as u64 + rest as u64;
+                (nb >= lo && nb <= hi && sample.may_reach(t, na, nb, max)).then_some(run[0])
+            })
+            .collect();
+        let n = keep.len() as u64;
+        let kept: Vec<u64> = keep.into_iter().flatten().collect();
+        let pruned = n - kept.len() as u64;
+        (kept, pruned)
+    };
+    drop(cands);
+    let cands = kept;
+    stats.candidates = cands.len() as u64;
+    stats.candidates_pruned = pruned;
+
+    // 3. Verification, the smaller id probing (as the other matchings of a whole-index run),
+    //    in steps cut at a probing document's boundary; the pairs come out in (a, b) order.
+    let mut steps: Vec<&[u64]> = Vec::new();
+    let mut rest = &cands[..];
+    while !rest.is_empty() {
+        let mut k = rest.len().min(VERIFY_STEP);
+        let a = rest[k - 1] >> 32;
+        while k < rest.len() && rest[k] >> 32 == a {
+            k += 1;
+        }
+        steps.push(&rest[..k]);
+        rest = &rest[k..];
+    }
+    let found: Vec<Result<(Vec<Pair>, VerifyCounts)>> = steps
+        .par_iter()
+        .map_init(
+            || (Vec::new(), Vec::new(), Vec::new()),
+            |(x, raw, buf), step| {
+                let mut out = Vec::new();
+                let mut counts = VerifyCounts::default();
+                for run in step.chunk_by(|p, q| p >> 32 == q >> 32) {
+                    let a = (run[0] >> 32) as u32;
+                    let Some(sa) = view.features_and_raw_into(a, x, raw)? else {
+                        continue;
+                    };
+                    let own = Some(Own { seg: sa, raw });
+                    for &p in run {
+                        let b = p as u32;
+                        let ov = verify_candidate(view, sample, t, x, own, b, buf, &mut counts)?;
+                        out.extend(ov.map(|ov| Pair {
+                            a,
+                            b,
+                            m: Match::of(b, ov),
+                        }));
+                    }
+                }
+                Ok((out, counts))
+            },
+        )
+        .collect();
+    let mut block: Vec<Pair> = Vec::with_capacity(EMIT_BLOCK);
+    for r in found {
+        let (pairs, counts) = r?;
+        stats.verified_by_ranks += counts.by_ranks;
+        for p in pairs {
+            block.push(p);
+            if block.len() == EMIT_BLOCK {
+                stats.pairs += block.len() as u64;
+                stats.blocks += 1;
+                stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+                emit(&block)?;
+                block.clear();
+            }
+        }
+    }
+    stats.pairs += block.len() as u64;
+    stats.blocks += 1;
+    stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+    emit(&block)?;
+    stats.matching = Some(Matching::Prefix);
+    Ok(Some(stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::pairs::for_each_pair_block;
+
+    /// Pages in 7 families (and some pages of their own) over two batches (two segments),
+    /// then a few deleted.
+    fn index(dir: &std::path::Path, format: u32, sample: &str) -> crate::index::Index {
+        let create = crate::options::CreateOptions {
+            shingle: Some("words:2".parse().unwrap()),
+            sample: Some(sample.parse().unwrap()),
+            segment_format: Some(format),
+            ..Default::default()
+        };
+        let mut ix = crate::index::Index::open_writer(dir.join("idx"), &create).unwrap();
+        for batch in 0..2u32 {
+            let docs = dir.join(format!("docs{batch}"));
+            std::fs::create_dir_all(&docs).unwrap();
+            for d in 0..45u32 {
+                let words: Vec<String> = (0..150u32)
+                    .map(|i| match (i * (d % 5 + 1) + d + batch) % 11 {
+                        0 => format!("own{batch}x{d}x{i}"),
+                        1 if d % 3 == 0 => format!("common{}", i % 17),
+                        _ if d % 9 == 8 => format!("solo{batch}x{d}x{i}"),
+                        _ => format!("f{}w{i}", d % 7),
+                    })
+                    .collect();
+                let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
+                std::fs::write(docs.join(format!("b{batch}d{d:02}.html")), html).unwrap();
+            }
+            let opts = crate::pipeline::IngestOptions {
+                mem_bytes: 16 << 20,
+                batch: Some(format!("b{batch}")),
+                ..Default::default()
+            };
+            ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
+                .unwrap();
+        }
+        let gone = vec!["b0d03.html".to_string(), "b1d10.html".to_string()];
+        ix.delete(&crate::lifecycle::DeleteSelector::Keys(gone))
+            .unwrap();
+        ix
+    }
+
+    /// The prefix self-join gives exactly the probe matching's pairs (same order, counts,
+    /// resemblance and containment bits, partner) for every sampling it applies to, both
+    /// segment formats and thresholds from 0.3 to 1; it declines what it cannot do exactly
+    /// or within the budget, emitting nothing.
+    #[test]
+    fn prefix_pairs_equal_probe_pairs() {
+        for sample in ["all", "mod:2", "bottomk:40", "minhash:30"] {
+            for format in [2, 3] {
+                let tmp = tempfile::tempdir().unwrap();
+                let ix = index(tmp.path(), format, sample);
+                let view = ix.view();
+                let s = ix.options().sample().unwrap();
+                let mut verified = 0;
+                for t in ["0.3", "0.5", "0.8", "0.95", "1.0"] {
+                    let cfg = PairsConfig::new(s, t.parse().unwrap());
+                    let mut want = Vec::new();
+                    let ws = for_each_pair_block(view, &cfg, 0..view.doc_ids(), 0, |b| {
+                        want.extend_from_slice(b);
+                        Ok(())
+                    })
+                    .unwrap();
+                    let mut got = Vec::new();
+                    let mut emit = |b: &[Pair]| {
+                        got.extend_from_slice(b);
+                        Ok(())
+                    };
+                    let all = 0..view.doc_ids();
+                    let gs = prefix_pairs(view, &cfg, 64 << 20, all, 0, &mut emit)
+                        .unwrap()
+                        .expect("applies and fits");
+                    let what = format!("{sample} format {format} t {t}");
+                    assert_eq!(got, want, "{what}");
+                    for (g, w) in got.iter().zip(&want) {
+                        assert_eq!(g.m.resemblance.to_bits(), w.m.resemblance.to_bits());
+                        assert_eq!(g.m.containment.to_bits(), w.m.containment.to_bits());
+                    }
+                    assert_eq!(gs.pairs, ws.pairs, "{what}");
+                    assert_eq!(gs.matching, Some(Matching::Prefix));
+                    assert!(gs.candidates >= gs.pairs);
+                    verified += gs.candidates;
+                    if t == "0.5" {
+                        assert!(want.len() > 20, "{what}: the corpus has pairs");
+                    }
+                    // Nothing when it does not apply or does not fit.
+                    let mut none = |_: &[Pair]| -> Result<()> { panic!("emitted") };
+                    let n = view.doc_ids();
+                    assert!(prefix_pairs(view, &cfg, 64 << 20, 45..n, 45, &mut none)
+                        .unwrap()
+                        .is_none());
+                    assert!(prefix_pairs(view, &cfg, 64, 0..n, 0, &mut none)
+                        .unwrap()
+                        .is_none());
+                    let limited = PairsConfig {
+                        max_df: Some(5),
+                        ..cfg
+                    };
+                    assert!(prefix_pairs(view, &limited, 64 << 20, 0..n, 0, &mut none)
+                        .unwrap()
+                        .is_none());
+                }
+                assert!(verified > 0);
+            }
+        }
+    }
+}
