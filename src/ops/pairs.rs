@@ -115,18 +115,20 @@ impl Index {
         // The planner's estimates go into the stats whatever the request (with a forced
         // matching they say what `auto` would have chosen); they cost a sample of 256 documents.
         let planned = pipeline::plan::plan(view, &cfg, 0..view.doc_ids(), 0, sort.mem_bytes);
-        let resolved = match req.matching {
-            Matching::Auto | Matching::Prefix => planned.choice,
+        // `pairs` keeps the planner's choice under `auto` (the prefix self-join only when
+        // asked for: `--matching prefix`).
+        let matching = match req.matching {
+            Matching::Auto => planned.choice,
             m => m,
         };
-        if let (Some(m), Matching::Probe) = (req.mem, resolved) {
+        if let (Some(m), Matching::Probe) = (req.mem, matching) {
             cfg.buffer_bytes = m; // probe's budget is its pair buffer
         }
         // Keys are looked up per block, never held for the whole index.
         let mut ids: Vec<u32> = Vec::new();
         let all = 0..view.doc_ids();
         let stats = pipeline::for_each_pair_planned(
-            req.matching,
+            matching,
             planned,
             view,
             &cfg,

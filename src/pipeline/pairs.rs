@@ -36,8 +36,18 @@ pub fn for_each_pair(
     older_than: u32,
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
+    // The prefix self-join needs no plan (it reads no posting list): tried first.
+    let mut emit = emit;
+    if matches!(matching, Matching::Auto | Matching::Prefix) {
+        let mem = sort.mem_bytes;
+        let done =
+            super::prefix::prefix_pairs(view, cfg, mem, docs.clone(), older_than, &mut emit)?;
+        if let Some(stats) = done {
+            return Ok(stats);
+        }
+    }
     let planned = super::plan::plan(view, cfg, docs.clone(), older_than, sort.mem_bytes);
-    for_each_pair_planned(matching, planned, view, cfg, sort, docs, older_than, emit)
+    run_planned(matching, planned, view, cfg, sort, docs, older_than, emit)
 }
 
 /// [`for_each_pair`] with the plan already made (by [`super::plan::plan`] for the same
@@ -63,6 +73,23 @@ pub fn for_each_pair_planned(
             return Ok(stats);
         }
     }
+    run_planned(matching, planned, view, cfg, sort, docs, older_than, emit)
+}
+
+/// [`for_each_pair_planned`] once the prefix self-join is out of the question: the
+/// planner's choice for `Auto` (and for a `Prefix` that did not apply), else the matching
+/// asked for.
+#[allow(clippy::too_many_arguments)]
+fn run_planned(
+    matching: Matching,
+    planned: super::plan::MatchPlan,
+    view: &View,
+    cfg: &PairsConfig,
+    sort: &crate::sort::SortOptions,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    emit: impl FnMut(&[Pair]) -> Result<()>,
+) -> Result<PairsStats> {
     let used = match matching {
         Matching::Auto | Matching::Prefix => planned.choice,
         m => m,
