@@ -23,6 +23,8 @@
 //! both fit a quarter of the memory budget each ([`prefix_pairs`] gives up before emitting
 //! anything otherwise, and the caller matches as before).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use rayon::prelude::*;
 
 use crate::error::Result;
@@ -35,8 +37,30 @@ use super::plan::{Matching, Pair, PairsConfig, PairsStats};
 
 /// Pairs handed to the caller at once.
 const EMIT_BLOCK: usize = 1 << 16;
+/// Parts the sorted records and candidates are cut into for the parallel passes.
+const PARTS: usize = 64;
 /// Candidate pairs per parallel verification step (cut at a probing document's boundary).
 const VERIFY_STEP: usize = 1 << 12;
+
+/// Up to [`PARTS`] + 1 cut points of `v` (0 first, `v.len()` last, ascending), none of them
+/// between two elements `same` says belong together (sorted input: equal keys are adjacent).
+fn cuts<T>(v: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<usize> {
+    let mut at = vec![0];
+    let step = v.len().div_ceil(PARTS).max(1);
+    let mut k = step;
+    while k < v.len() {
+        while k < v.len() && same(&v[k - 1], &v[k]) {
+            k += 1;
+        }
+        if k < v.len() {
+            at.push(k);
+        }
+        k += step;
+    }
+    at.push(v.len());
+    at.dedup();
+    at
+}
 
 /// Whether the prefix self-join finds exactly the pairs of the other matchings for this run:
 /// a whole-index run (every live document probes, `older_than` 0) with one order of all keys
@@ -140,33 +164,48 @@ pub fn prefix_pairs(
     stats.probe_records = records.len() as u64;
     records.par_sort_unstable();
 
-    // 2. Candidates: the pairs of documents under one key, (a << 32 | b) with a < b.
+    // 2. Candidates: the pairs of documents under one key, (a << 32 | b) with a < b, written
+    //    in parallel into one array of their exact count (no per-key or per-pair index).
     let cand_max = quarter / 8;
-    let groups: Vec<&[(u64, u32)]> = records.chunk_by(|x, y| x.0 == y.0).collect();
-    let listed: u64 = groups
-        .iter()
-        .map(|g| (g.len() as u64) * (g.len() as u64 - 1) / 2)
-        .sum();
+    let parts = cuts(&records, |x, y| x.0 == y.0);
+    let counts: Vec<u64> = parts
+        .par_windows(2)
+        .map(|w| {
+            let mut n = 0u64;
+            for g in records[w[0]..w[1]].chunk_by(|x, y| x.0 == y.0) {
+                n += (g.len() as u64) * (g.len() as u64 - 1) / 2;
+            }
+            n
+        })
+        .collect();
+    let listed: u64 = counts.iter().sum();
     if listed > cand_max {
         return Ok(None);
     }
-    let mut cands: Vec<u64> = groups
-        .par_iter()
-        .with_min_len(256)
-        .fold(Vec::new, |mut out: Vec<u64>, g| {
-            for (i, &(_, a)) in g.iter().enumerate() {
-                out.extend(g[i + 1..].iter().map(|&(_, b)| (a as u64) << 32 | b as u64));
-            }
-            out
-        })
-        .reduce(Vec::new, |mut x, mut y| {
-            if x.len() < y.len() {
-                std::mem::swap(&mut x, &mut y);
-            }
-            x.extend_from_slice(&y);
-            x
-        });
-    drop(groups);
+    let mut cands: Vec<u64> = vec![0; listed as usize];
+    {
+        let mut slices: Vec<&mut [u64]> = Vec::with_capacity(counts.len());
+        let mut rest = &mut cands[..];
+        for &n in &counts {
+            let (head, tail) = rest.split_at_mut(n as usize);
+            slices.push(head);
+            rest = tail;
+        }
+        slices
+            .into_par_iter()
+            .zip(parts.par_windows(2))
+            .for_each(|(out, w)| {
+                let mut k = 0;
+                for g in records[w[0]..w[1]].chunk_by(|x, y| x.0 == y.0) {
+                    for (i, &(_, a)) in g.iter().enumerate() {
+                        for &(_, b) in &g[i + 1..] {
+                            out[k] = (a as u64) << 32 | b as u64;
+                            k += 1;
+                        }
+                    }
+                }
+            });
+    }
     drop(records);
     stats.candidate_records = cands.len() as u64;
     cands.par_sort_unstable();
@@ -175,32 +214,57 @@ pub fn prefix_pairs(
     // by definition, in B's as B's last probe is no earlier), so |A ∩ B| <= h + (A's keys
     // after its last probe). A pair that cannot reach the threshold with that many
     // (`Sample::may_reach`, as the probe and join matchings prune) or whose sizes rule it out
-    // is not verified.
-    let (kept, pruned): (Vec<u64>, u64) = {
-        let runs: Vec<&[u64]> = cands.chunk_by(|x, y| x == y).collect();
-        let keep: Vec<Option<u64>> = runs
-            .par_iter()
-            .with_min_len(1024)
-            .map(|run| {
-                let (a, b) = ((run[0] >> 32) as usize, run[0] as u32 as usize);
-                let (na, nb) = (view.size(a as u32) as usize, view.size(b as u32) as usize);
-                let (lo, hi) = sample.size_bounds(t, na);
-                let rest = if last[a] <= last[b] {
-                    after[a]
-                } else {
-                    after[b]
-                };
-                let max = run.len() as u64 + rest as u64;
-                (nb >= lo && nb <= hi && sample.may_reach(t, na, nb, max)).then_some(run[0])
+    // is not verified. Each part keeps its survivors at its front, in place; then the parts
+    // are closed up.
+    let distinct = AtomicU64::new(0);
+    let parts = cuts(&cands, |x, y| x == y);
+    let kept_per_part: Vec<usize> = {
+        let mut slices: Vec<&mut [u64]> = Vec::with_capacity(parts.len());
+        let mut rest = &mut cands[..];
+        for w in parts.windows(2) {
+            let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+            slices.push(head);
+            rest = tail;
+        }
+        slices
+            .into_par_iter()
+            .map(|part| {
+                let (mut i, mut kept, mut runs) = (0, 0, 0u64);
+                while i < part.len() {
+                    let p = part[i];
+                    let mut j = i + 1;
+                    while j < part.len() && part[j] == p {
+                        j += 1;
+                    }
+                    runs += 1;
+                    let (a, b) = ((p >> 32) as usize, p as u32 as usize);
+                    let (na, nb) = (view.size(a as u32) as usize, view.size(b as u32) as usize);
+                    let (lo, hi) = sample.size_bounds(t, na);
+                    let rest = if last[a] <= last[b] {
+                        after[a]
+                    } else {
+                        after[b]
+                    };
+                    let max = (j - i) as u64 + rest as u64;
+                    if nb >= lo && nb <= hi && sample.may_reach(t, na, nb, max) {
+                        part[kept] = p;
+                        kept += 1;
+                    }
+                    i = j;
+                }
+                distinct.fetch_add(runs, Ordering::Relaxed);
+                kept
             })
-            .collect();
-        let n = keep.len() as u64;
-        let kept: Vec<u64> = keep.into_iter().flatten().collect();
-        let pruned = n - kept.len() as u64;
-        (kept, pruned)
+            .collect()
     };
-    drop(cands);
-    let cands = kept;
+    let mut n = 0;
+    for (w, &k) in parts.windows(2).zip(&kept_per_part) {
+        cands.copy_within(w[0]..w[0] + k, n);
+        n += k;
+    }
+    cands.truncate(n);
+    cands.shrink_to_fit();
+    let pruned = distinct.into_inner() - n as u64;
     stats.candidates = cands.len() as u64;
     stats.candidates_pruned = pruned;
 
