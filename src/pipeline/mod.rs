@@ -46,3 +46,5 @@ pub(crate) fn word_pages_index(
 mod absent_first_tests;
 #[cfg(test)]
 mod per_segment_tests;
+#[cfg(test)]
+mod prefix_tests;

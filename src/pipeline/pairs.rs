@@ -19,7 +19,7 @@ use crate::query::{compares_by_order, DocLists, Match, Scratch};
 use crate::threshold::Threshold;
 use crate::view::View;
 
-use super::plan::MIN_BLOCK_DOCS;
+use super::plan::{listed_prefix, MIN_BLOCK_DOCS};
 pub use super::plan::{Matching, Pair, PairsConfig, PairsStats, BLOCK_DOCS};
 
 /// Streams the pairs of [`for_each_pair_block`] through the chosen [`Matching`] (`Auto`
@@ -207,20 +207,6 @@ fn probe_lists(buffer_bytes: u64) -> u64 {
 }
 const PROBE_LISTS_MIN: u64 = 1 << 18;
 const PROBE_LISTS_MAX: u64 = 8 << 20;
-
-/// How many of `docs` (at least one) have lists of at most `max` entries in all.
-pub(super) fn listed_prefix(view: &View, docs: &[u32], max: u64) -> usize {
-    let mut n = 0u64;
-    let mut k = 0;
-    while k < docs.len() {
-        n += view.size(docs[k]) as u64;
-        if k > 0 && n > max {
-            break;
-        }
-        k += 1;
-    }
-    k
-}
 
 /// Probe matching of one group of probing documents (ascending ids of one block).
 ///

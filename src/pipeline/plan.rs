@@ -745,6 +745,20 @@ pub fn sorts_budget(view: &View, mem: u64) -> u64 {
     mem.saturating_sub(cacheable.min(share))
 }
 
+/// How many of `docs` (at least one) have lists of at most `max` entries in all.
+pub(super) fn listed_prefix(view: &View, docs: &[u32], max: u64) -> usize {
+    let mut n = 0u64;
+    let mut k = 0;
+    while k < docs.len() {
+        n += view.size(docs[k]) as u64;
+        if k > 0 && n > max {
+            break;
+        }
+        k += 1;
+    }
+    k
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
