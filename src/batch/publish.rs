@@ -99,9 +99,10 @@ pub(crate) fn stage_clusters(
 /// Stages the batch's pairs at the cluster threshold (every pair involving one of its new
 /// documents, as its matching found them) into the stored pairs and declares the table kept
 /// (format-spec/rocksdb.md, "`pairs`: stored pairs"), when the index keeps the table (its
-/// marker is there and names `threshold` and `sample`, the matching's). Otherwise, or when a
-/// pair's resemblance cannot be stored exactly, nothing is put and the publishing write
-/// deletes the marker (`Catalog::commit`). Returns the number of pairs put.
+/// marker is there and names `threshold` and `sample`, the matching's); otherwise nothing is
+/// put and the publishing write deletes the marker (`Catalog::commit`). Each pair is stored
+/// with the counts its verification found (`Match::inter`, `Match::denom`), so the stored
+/// resemblance is the matching's by construction. Returns the number of pairs put.
 pub(crate) fn stage_pairs(
     catalog: &Catalog,
     wb: &mut CatalogBatch<'_>,
@@ -119,15 +120,19 @@ pub(crate) fn stage_pairs(
     if marker.method != "shingle" || !same_threshold || marker.sample != sample {
         return Ok(0);
     }
-    let mut counts = Vec::with_capacity(pairs.len());
-    for p in pairs {
-        match crate::store::pairs::counts_of(p.m.inter, p.m.resemblance) {
-            Some(c) if p.a < p.b => counts.push(c),
-            _ => return Ok(0),
-        }
+    // A verified pair is ordered and has 0 < denom, inter <= denom (`Threshold::admits`);
+    // anything else is a bug of the matching, refused before it is written.
+    if let Some(p) = pairs
+        .iter()
+        .find(|p| p.a >= p.b || p.m.denom == 0 || p.m.inter > p.m.denom)
+    {
+        return Err(crate::error::Error::CorruptEntry {
+            what: format!("pair ({}, {})", p.a, p.b),
+            reason: format!("not a verified pair: counts {}/{}", p.m.inter, p.m.denom),
+        });
     }
-    for (p, (inter, denom)) in pairs.iter().zip(counts) {
-        wb.put_pair(p.a, p.b, inter, denom);
+    for p in pairs {
+        wb.put_pair(p.a, p.b, p.m.inter, p.m.denom);
     }
     wb.keep_pairs();
     Ok(pairs.len() as u64)

@@ -70,9 +70,11 @@ pub struct IngestArgs {
     max_segment: Option<u64>,
     /// How new documents are matched against the index: join (sorted probe records
     /// merge-joined with the segments, sequential reads, bounded by --mem), probe (random
-    /// lookups per document), or auto (the cheaper of the two by a cost model over the
-    /// probe keys that pass the segments' key filters, the blocks they touch and --mem).
-    /// All find the same pairs.
+    /// lookups per document), prefix (a batch into an empty index: documents sharing a key
+    /// of both probe sets, no posting read; where it does not apply, auto's choice), or auto
+    /// (prefix when it applies and fits a quarter of --mem, else the cheaper of join and
+    /// probe by a cost model over the probe keys that pass the segments' key filters, the
+    /// blocks they touch and --mem). All find the same pairs.
     #[arg(long, default_value = "auto")]
     matching: pipeline::Matching,
     /// Write one JSON line per input document to FILE.

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::canonicalize::Extract;
 use crate::error::{Error, Result};
 
-pub use sample::{Counts, Overlap};
+pub use sample::{ratio, Counts, Overlap};
 
 /// Version of the fingerprint definitions (format-spec/fingerprints.md, "Version history").
 pub const FINGERPRINT_VERSION: u32 = 1;

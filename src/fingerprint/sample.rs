@@ -31,9 +31,19 @@ pub struct Overlap {
     pub containment: f64,
 }
 
+/// `n / d` in f64 (0 when `d` is 0): how every resemblance and containment is computed from
+/// its integer counts, so a value recomputed from stored counts has the same bits.
+#[inline]
+pub fn ratio(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        n as f64 / d as f64
+    }
+}
+
 impl From<Counts> for Overlap {
     fn from(c: Counts) -> Self {
-        let ratio = |n: u64, d: u64| if d == 0 { 0.0 } else { n as f64 / d as f64 };
         Overlap {
             inter: c.inter,
             denom: c.denom,

@@ -558,12 +558,7 @@ fn match_with_hints(view: &View, cfg: &PairsConfig, n: &NewDocs) -> Result<Vec<P
                         continue;
                     }
                     if let Some(ov) = cfg.sample.verify(&x, &other, cfg.threshold) {
-                        found.push(Match {
-                            doc: b,
-                            inter: ov.inter,
-                            resemblance: ov.resemblance,
-                            containment: ov.containment,
-                        });
+                        found.push(Match::of(b, ov));
                     }
                 }
                 if recent.as_ref().is_none_or(|r| r.0 != h.doc_ids) {

@@ -115,6 +115,8 @@ impl Index {
         // The planner's estimates go into the stats whatever the request (with a forced
         // matching they say what `auto` would have chosen); they cost a sample of 256 documents.
         let planned = pipeline::plan::plan(view, &cfg, 0..view.doc_ids(), 0, sort.mem_bytes);
+        // `pairs` keeps the planner's choice under `auto` (the prefix self-join only when
+        // asked for: `--matching prefix`).
         let matching = match req.matching {
             Matching::Auto => planned.choice,
             m => m,

@@ -65,14 +65,15 @@ const EMIT_BLOCK: usize = 1 << 16;
 
 /// A verified pair as the output sort stores it (record kind 3, 36 bytes, format-spec/sort-run.md):
 /// `a: u32`, `b: u32`, `doc: u32` (the partner the probing document found), `inter: u64`,
-/// `resemblance: f64 bits`, `containment: f64 bits`, all little-endian. Order: `(a, b)` first.
+/// `denom: u64` (the resemblance is `inter / denom`, recomputed bit for bit as the
+/// verification computed it), `containment: f64 bits`, all little-endian. Order: `(a, b)` first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct PairRecord {
     a: u32,
     b: u32,
     doc: u32,
     inter: u64,
-    resemblance: u64,
+    denom: u64,
     containment: u64,
 }
 
@@ -85,7 +86,7 @@ impl Record for PairRecord {
         LittleEndian::write_u32(&mut out[4..8], self.b);
         LittleEndian::write_u32(&mut out[8..12], self.doc);
         LittleEndian::write_u64(&mut out[12..20], self.inter);
-        LittleEndian::write_u64(&mut out[20..28], self.resemblance);
+        LittleEndian::write_u64(&mut out[20..28], self.denom);
         LittleEndian::write_u64(&mut out[28..36], self.containment);
     }
 
@@ -95,7 +96,7 @@ impl Record for PairRecord {
             b: LittleEndian::read_u32(&bytes[4..8]),
             doc: LittleEndian::read_u32(&bytes[8..12]),
             inter: LittleEndian::read_u64(&bytes[12..20]),
-            resemblance: LittleEndian::read_u64(&bytes[20..28]),
+            denom: LittleEndian::read_u64(&bytes[20..28]),
             containment: LittleEndian::read_u64(&bytes[28..36]),
         }
     }
@@ -108,7 +109,7 @@ impl PairRecord {
             b: p.b,
             doc: p.m.doc,
             inter: p.m.inter,
-            resemblance: p.m.resemblance.to_bits(),
+            denom: p.m.denom,
             containment: p.m.containment.to_bits(),
         }
     }
@@ -120,7 +121,8 @@ impl PairRecord {
             m: Match {
                 doc: self.doc,
                 inter: self.inter,
-                resemblance: f64::from_bits(self.resemblance),
+                denom: self.denom,
+                resemblance: crate::fingerprint::ratio(self.inter, self.denom),
                 containment: f64::from_bits(self.containment),
             },
         }
@@ -483,12 +485,7 @@ pub fn join_pairs(
                             out.push(Pair {
                                 a: x,
                                 b: y,
-                                m: Match {
-                                    doc: d,
-                                    inter: ov.inter,
-                                    resemblance: ov.resemblance,
-                                    containment: ov.containment,
-                                },
+                                m: Match::of(d, ov),
                             });
                         }
                     }
@@ -629,7 +626,7 @@ mod tests {
             b: u32::MAX,
             doc: 7,
             inter: 1 << 40,
-            resemblance: 0.8125f64.to_bits(),
+            denom: (1 << 41) + 3,
             containment: 1.0f64.to_bits(),
         };
         assert_eq!(record_roundtrip(r), r);
@@ -675,8 +672,11 @@ mod tests {
                     assert_eq!(got.len(), want.len(), "t {t} mem {mem} range {range:?}");
                     for (g, w) in got.iter().zip(&want) {
                         assert_eq!((g.a, g.b), (w.a, w.b));
-                        assert_eq!(g.m.inter, w.m.inter);
-                        assert!((g.m.resemblance - w.m.resemblance).abs() < 1e-12);
+                        // The counts as verified, and the resemblance recomputed from them
+                        // bit for bit.
+                        assert_eq!((g.m.inter, g.m.denom), (w.m.inter, w.m.denom));
+                        assert_eq!(g.m.resemblance.to_bits(), w.m.resemblance.to_bits());
+                        assert!(w.m.denom > 0 && w.m.inter <= w.m.denom);
                     }
                     assert_eq!(s.pairs, want.len() as u64);
                     if mem == 16 << 10 && t == "0.3" && older == 0 {

@@ -5,6 +5,7 @@ pub mod ingest;
 pub mod join;
 pub mod pairs;
 pub mod plan;
+pub mod prefix;
 pub mod spool;
 
 pub use ingest::{DocReport, DocStatus, IngestOptions, IngestSummary, NearDup, Progress};
@@ -45,5 +46,7 @@ pub(crate) fn word_pages_index(
 mod absent_first_tests;
 #[cfg(test)]
 mod per_segment_tests;
+#[cfg(test)]
+mod prefix_tests;
 #[cfg(test)]
 mod probe_ranks_tests;

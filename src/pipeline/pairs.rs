@@ -19,7 +19,7 @@ use crate::query::{compares_by_order, DocLists, Match, Scratch};
 use crate::threshold::Threshold;
 use crate::view::View;
 
-use super::plan::MIN_BLOCK_DOCS;
+use super::plan::{listed_prefix, MIN_BLOCK_DOCS};
 pub use super::plan::{Matching, Pair, PairsConfig, PairsStats, BLOCK_DOCS};
 
 /// Streams the pairs of [`for_each_pair_block`] through the chosen [`Matching`] (`Auto`
@@ -36,8 +36,18 @@ pub fn for_each_pair(
     older_than: u32,
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
+    // The prefix self-join needs no plan (it reads no posting list): tried first.
+    let mut emit = emit;
+    if matches!(matching, Matching::Auto | Matching::Prefix) {
+        let mem = sort.mem_bytes;
+        let done =
+            super::prefix::prefix_pairs(view, cfg, mem, docs.clone(), older_than, &mut emit)?;
+        if let Some(stats) = done {
+            return Ok(stats);
+        }
+    }
     let planned = super::plan::plan(view, cfg, docs.clone(), older_than, sort.mem_bytes);
-    for_each_pair_planned(matching, planned, view, cfg, sort, docs, older_than, emit)
+    run_planned(matching, planned, view, cfg, sort, docs, older_than, emit)
 }
 
 /// [`for_each_pair`] with the plan already made (by [`super::plan::plan`] for the same
@@ -53,8 +63,35 @@ pub fn for_each_pair_planned(
     older_than: u32,
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
+    let mut emit = emit;
+    if matches!(matching, Matching::Auto | Matching::Prefix) {
+        let mem = sort.mem_bytes;
+        let done =
+            super::prefix::prefix_pairs(view, cfg, mem, docs.clone(), older_than, &mut emit)?;
+        if let Some(mut stats) = done {
+            stats.plan = Some(planned);
+            return Ok(stats);
+        }
+    }
+    run_planned(matching, planned, view, cfg, sort, docs, older_than, emit)
+}
+
+/// [`for_each_pair_planned`] once the prefix self-join is out of the question: the
+/// planner's choice for `Auto` (and for a `Prefix` that did not apply), else the matching
+/// asked for.
+#[allow(clippy::too_many_arguments)]
+fn run_planned(
+    matching: Matching,
+    planned: super::plan::MatchPlan,
+    view: &View,
+    cfg: &PairsConfig,
+    sort: &crate::sort::SortOptions,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    emit: impl FnMut(&[Pair]) -> Result<()>,
+) -> Result<PairsStats> {
     let used = match matching {
-        Matching::Auto => planned.choice,
+        Matching::Auto | Matching::Prefix => planned.choice,
         m => m,
     };
     let mut stats = match used {
@@ -170,20 +207,6 @@ fn probe_lists(buffer_bytes: u64) -> u64 {
 }
 const PROBE_LISTS_MIN: u64 = 1 << 18;
 const PROBE_LISTS_MAX: u64 = 8 << 20;
-
-/// How many of `docs` (at least one) have lists of at most `max` entries in all.
-pub(super) fn listed_prefix(view: &View, docs: &[u32], max: u64) -> usize {
-    let mut n = 0u64;
-    let mut k = 0;
-    while k < docs.len() {
-        n += view.size(docs[k]) as u64;
-        if k > 0 && n > max {
-            break;
-        }
-        k += 1;
-    }
-    k
-}
 
 /// Probe matching of one group of probing documents (ascending ids of one block).
 ///
@@ -319,12 +342,7 @@ fn pair_of(a: u32, d: u32, ov: crate::fingerprint::Overlap) -> Pair {
     Pair {
         a: lo,
         b: hi,
-        m: Match {
-            doc: d,
-            inter: ov.inter,
-            resemblance: ov.resemblance,
-            containment: ov.containment,
-        },
+        m: Match::of(d, ov),
     }
 }
 

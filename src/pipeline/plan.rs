@@ -35,10 +35,15 @@ pub struct PairsStats {
     /// Probing documents whose probe set the limit left short (their pairs that share only
     /// over-limit keys can be missed).
     pub max_df_docs_cut: u64,
-    /// Join pipeline only: (key, doc) probe records sorted.
+    /// Join and prefix only: (key, doc) probe records sorted.
     pub probe_records: u64,
-    /// Join pipeline only: candidate pair records emitted by the merge join (before dedup).
+    /// Join pipeline: candidate pair records emitted by the merge join (before dedup); prefix:
+    /// the (pair, shared probe key) records.
     pub candidate_records: u64,
+    /// Prefix only: distinct candidate pairs the probe-hit and size bounds ruled out
+    /// unverified.
+    #[serde(default)]
+    pub candidates_pruned: u64,
     /// Join pipeline only: posting blocks the merge join read (each at most once per segment).
     pub blocks_read: u64,
     /// Join pipeline only: of `blocks_read`, those of the old segments (holding only documents
@@ -182,6 +187,13 @@ pub enum Matching {
     /// Each probing document looks its probe keys up in every segment (random reads), blocks of
     /// documents in parallel ([`super::pairs::for_each_pair_block`]): fastest while the index is in memory.
     Probe,
+    /// The prefix self-join of a whole-index run ([`super::prefix`]): candidates are the
+    /// documents sharing a key of both probe sets, no posting list is read. Ingest's and adopt's
+    /// `Auto` ([`super::pairs::for_each_pair`]) takes it whenever it applies (every live
+    /// document probes: a batch into an empty index; no commonality limit, not adaptive
+    /// sampling) and its records fit the memory budget; `pairs` only when asked for. Asked
+    /// for where it does not apply, the planner's choice runs.
+    Prefix,
 }
 
 impl Matching {
@@ -703,8 +715,9 @@ impl std::str::FromStr for Matching {
             "auto" => Ok(Matching::Auto),
             "join" => Ok(Matching::Join),
             "probe" => Ok(Matching::Probe),
+            "prefix" => Ok(Matching::Prefix),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown matching `{s}` (expected auto, join or probe)"
+                "unknown matching `{s}` (expected auto, join, probe or prefix)"
             ))),
         }
     }
@@ -730,6 +743,20 @@ pub fn sorts_budget(view: &View, mem: u64) -> u64 {
         .filter(|&bytes| bytes <= share)
         .sum();
     mem.saturating_sub(cacheable.min(share))
+}
+
+/// How many of `docs` (at least one) have lists of at most `max` entries in all.
+pub(super) fn listed_prefix(view: &View, docs: &[u32], max: u64) -> usize {
+    let mut n = 0u64;
+    let mut k = 0;
+    while k < docs.len() {
+        n += view.size(docs[k]) as u64;
+        if k > 0 && n > max {
+            break;
+        }
+        k += 1;
+    }
+    k
 }
 
 #[cfg(test)]

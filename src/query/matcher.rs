@@ -8,7 +8,7 @@
 //! is then compared exactly, so nothing dissimilar is reported.
 
 use crate::error::Result;
-use crate::fingerprint::Sample;
+use crate::fingerprint::{Overlap, Sample};
 use crate::threshold::Threshold;
 use crate::view::View;
 
@@ -18,12 +18,30 @@ use super::verify::{verify_candidate, Own, VerifyCounts};
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Match {
     pub doc: u32,
-    /// Shared features.
+    /// Shared features: the estimator's intersection count ([`Overlap::inter`]).
     pub inter: u64,
+    /// The estimator's denominator ([`Overlap::denom`]): `resemblance` is `inter as f64 /
+    /// denom as f64`, and the stored pairs keep these two integers as the verification
+    /// counted them (format-spec/rocksdb.md, "`pairs`: stored pairs").
+    pub denom: u64,
     /// Estimated (with sampling) or exact (with `--sample all`) resemblance.
     pub resemblance: f64,
     /// Shared features over the probing document's features.
     pub containment: f64,
+}
+
+impl Match {
+    /// The match of partner `doc` from its verified comparison.
+    #[inline]
+    pub fn of(doc: u32, ov: Overlap) -> Match {
+        Match {
+            doc,
+            inter: ov.inter,
+            denom: ov.denom,
+            resemblance: ov.resemblance,
+            containment: ov.containment,
+        }
+    }
 }
 
 /// Per-thread buffers, reused across searches so the hot loop does not allocate.
@@ -74,6 +92,18 @@ impl Scratch {
     /// The probe keys the last [`Matcher::choose_probes`] chose.
     pub fn probes(&self) -> impl Iterator<Item = u64> + '_ {
         self.order.iter().map(|&(_, k)| k)
+    }
+
+    /// The last of the probe keys [`Matcher::choose_probes`] chose in the order it chose them
+    /// by, `(probe weight, key)`, when that order is the plain rarest-first one: the probe
+    /// set is then every key of the document up to this one in that order, the same order
+    /// for every document (`pipeline::prefix`). Only meaningful after a plain choice (no
+    /// commonality limit, absent-first or adaptive sampling); `view` gives the weights.
+    pub fn last_probe(&self, view: &View) -> Option<(u32, u64)> {
+        self.order
+            .iter()
+            .map(|&(_, k)| (view.probe_weight(k), k))
+            .max()
     }
 
     /// Takes the work counters out of `s` (resetting them) as a buffer-less `Scratch`.
@@ -318,12 +348,7 @@ impl<'v> Matcher<'v> {
             scratch.candidates += 1;
             let (s, t) = (self.sample, self.threshold);
             let ov = verify_candidate(self.view, s, t, x, own, d, &mut scratch.other, &mut counts)?;
-            out.extend(ov.map(|ov| Match {
-                doc: d,
-                inter: ov.inter,
-                resemblance: ov.resemblance,
-                containment: ov.containment,
-            }));
+            out.extend(ov.map(|ov| Match::of(d, ov)));
         }
         scratch.by_ranks += counts.by_ranks;
         scratch.touched.clear();

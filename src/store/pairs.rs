@@ -20,9 +20,7 @@
 
 use rocksdb::IteratorMode;
 
-pub use super::records::{
-    counts_of, decode_pair, encode_pair_value, pair_key, PairsMarker, StoredPair,
-};
+pub use super::records::{decode_pair, encode_pair_value, pair_key, PairsMarker, StoredPair};
 use super::{db_err, Catalog, CatalogBatch, CF_META};
 use crate::error::Result;
 
@@ -123,24 +121,5 @@ mod tests {
         let max = encode_pair_value(u64::MAX, u64::MAX);
         assert_eq!(max.len(), 20);
         assert_eq!(decode_pair(&pair_key(0, 1), &max).unwrap().denom, u64::MAX);
-    }
-
-    #[test]
-    fn counts_recover_the_matchings_bits() {
-        for denom in 1..3000u64 {
-            for inter in (1..=denom).step_by(7) {
-                let r = inter as f64 / denom as f64;
-                let (i, d) = counts_of(inter, r).unwrap();
-                // Same bits (and the same fraction: the threshold decision is the same).
-                assert_eq!((i as f64 / d as f64).to_bits(), r.to_bits());
-                assert_eq!(i * denom, inter * d);
-            }
-        }
-        let big = (1u64 << 33) + 12345;
-        let r = (big - 7) as f64 / big as f64;
-        assert_eq!(counts_of(big - 7, r), Some((big - 7, big)));
-        assert_eq!(counts_of(0, 0.0), None);
-        assert_eq!(counts_of(3, 0.0), None);
-        assert_eq!(counts_of(3, f64::NAN), None);
     }
 }

@@ -289,22 +289,6 @@ fn hex(k: &[u8]) -> String {
     k.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The integers behind a resemblance the matching computed as `inter / denom` in f64: `denom`
-/// recovered as `round(inter / resemblance)` (exact while denom < 2^50: two roundings of
-/// relative error 2^-53 each), then checked by recomputing the f64. `None` when the check
-/// fails (the caller then does not keep the table) or the pair is undefined.
-pub fn counts_of(inter: u64, resemblance: f64) -> Option<(u64, u64)> {
-    if inter == 0 || !(resemblance > 0.0 && resemblance <= 1.0) {
-        return None;
-    }
-    let denom = (inter as f64 / resemblance).round();
-    if !(denom >= inter as f64 && denom < (1u64 << 50) as f64) {
-        return None;
-    }
-    let denom = denom as u64;
-    (inter as f64 / denom as f64 == resemblance).then_some((inter, denom))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,331 @@
+//! The prefix self-join: every pair of a whole-index run (`older_than` 0: each document pairs
+//! with every later one; ingest into a new index, `pairs` without stored pairs) from the
+//! documents' probe sets alone, with no posting list read.
+//!
+//! Why it is exact. With one probe set for all segments and no commonality limit, the probe
+//! set of a document `A` ([`crate::query::Matcher::choose_probes`], no absent-first order when
+//! `older_than` is 0) is its first `|A| - m_A + 1` keys in ONE order of all keys, the same for
+//! every document: `(probe weight, key)`, the weight a function of the key alone (its summed
+//! df where it is frequent, else 0: `View::probe_weight`). Every similar `B` shares at least
+//! `m_A` features with `A` and at least `m_B` with `B` (`Sample::min_overlap`: `|A ∩ B| >=
+//! m_X` for either document `X` of a similar pair, for every sampling but `adaptive`). Let `w`
+//! be the first key of `A ∩ B` in the common order: `A` has at most `m_A - 1` keys after its
+//! probe set, and `A ∩ B` has at least `m_A` keys, so one of them, hence `w` (no later than
+//! it, and in `A`), is in `A`'s probe set; the same for `B`. So a similar pair shares a key
+//! of BOTH probe sets (the prefix filter of AllPairs/PPJoin, Bayardo et al. 2007, Xiao et al.
+//! 2008), where the probe and join matchings look each probe key up in the full posting lists.
+//! Candidates are the pairs of documents listed together under some probe key, each verified
+//! exactly as the other matchings verify (`query::verify_candidate`: same counts, same
+//! `Match`, the smaller id probing).
+//!
+//! Cost: the probe sets (`(key, doc)` records, sorted in memory), the candidate pairs (sorted
+//! and deduplicated in memory) and their verification, all on every core. It runs only when
+//! both fit a quarter of the memory budget each ([`prefix_pairs`] gives up before emitting
+//! anything otherwise, and the caller matches as before).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+
+use crate::error::Result;
+use crate::fingerprint::Sample;
+use crate::query::{verify_candidate, DocLists, Match, Own, Scratch, VerifyCounts};
+use crate::view::View;
+
+use super::plan::{listed_prefix, Matching, Pair, PairsConfig, PairsStats};
+
+/// Pairs handed to the caller at once.
+const EMIT_BLOCK: usize = 1 << 16;
+/// Parts the sorted records and candidates are cut into for the parallel passes.
+const PARTS: usize = 64;
+/// Candidate pairs per parallel verification step (cut at a probing document's boundary).
+const VERIFY_STEP: usize = 1 << 12;
+
+/// Up to [`PARTS`] + 1 cut points of `v` (0 first, `v.len()` last, ascending), none of them
+/// between two elements `same` says belong together (sorted input: equal keys are adjacent).
+fn cuts<T>(v: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<usize> {
+    let mut at = vec![0];
+    let step = v.len().div_ceil(PARTS).max(1);
+    let mut k = step;
+    while k < v.len() {
+        while k < v.len() && same(&v[k - 1], &v[k]) {
+            k += 1;
+        }
+        if k < v.len() {
+            at.push(k);
+        }
+        k += step;
+    }
+    at.push(v.len());
+    at.dedup();
+    at
+}
+
+/// Whether the prefix self-join finds exactly the pairs of the other matchings for this run:
+/// a whole-index run (every live document probes, `older_than` 0) with one order of all keys
+/// (no commonality limit, not adaptive sampling; see the module doc).
+pub fn applies(
+    view: &View,
+    cfg: &PairsConfig,
+    docs: &std::ops::Range<u32>,
+    older_than: u32,
+) -> bool {
+    older_than == 0
+        && docs.start == 0
+        && docs.end >= view.doc_ids()
+        && cfg.max_df.is_none()
+        && !matches!(cfg.sample, Sample::Adaptive(_))
+        && cfg.threshold.as_f64() > 0.0
+}
+
+/// The pairs of a whole-index run through the prefix self-join, handed to `emit` in global
+/// `(a, b)` order in blocks, when [`applies`] and its records and candidates fit `mem_bytes`
+/// (a quarter each); `None` (nothing emitted) otherwise.
+pub fn prefix_pairs(
+    view: &View,
+    cfg: &PairsConfig,
+    mem_bytes: u64,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    emit: &mut dyn FnMut(&[Pair]) -> Result<()>,
+) -> Result<Option<PairsStats>> {
+    if !applies(view, cfg, &docs, older_than) {
+        return Ok(None);
+    }
+    let (sample, t) = (cfg.sample, cfg.threshold);
+    let end = view.doc_ids();
+    let live: Vec<u32> = (0..end)
+        .filter(|&d| view.is_live(d) && view.size(d) > 0)
+        .collect();
+    // The records' bound, from the sizes alone: |A| - m + 1 per document.
+    let records_max: u64 = live
+        .iter()
+        .map(|&d| {
+            let n = view.size(d) as usize;
+            (n + 1).saturating_sub(sample.min_overlap(t, n).max(1)) as u64
+        })
+        .sum();
+    let quarter = mem_bytes / 4;
+    if records_max * std::mem::size_of::<(u64, u32)>() as u64 > quarter {
+        return Ok(None);
+    }
+    let mut stats = PairsStats::default();
+
+    // 1. The probe sets: (key, doc) records, the documents' lists read a group at a time
+    //    (format 3: ranks mapped in bulk).
+    let matcher = cfg.matcher(view, older_than);
+    let mut records: Vec<(u64, u32)> = Vec::with_capacity(records_max as usize);
+    // Per document id: the last key of its probe set in the common order, and how many of
+    // its keys come after it (the bound of step 2).
+    let mut last: Vec<(u32, u64)> = vec![(0, 0); end as usize];
+    let mut after: Vec<u32> = vec![0; end as usize];
+    let max_listed = 1u64 << 20;
+    let mut g0 = 0;
+    while g0 < live.len() {
+        let g1 = g0 + listed_prefix(view, &live[g0..], max_listed);
+        let mut lists = DocLists::read(view, live[g0..g1].to_vec())?;
+        lists.map_hashes_caching(view, |_| true)?;
+        let lists = &lists;
+        let idx: Vec<usize> = (0..lists.len()).collect();
+        type Part = (Vec<(u64, u32)>, Vec<(u32, (u32, u64), u32)>);
+        let parts: Vec<Result<Part>> = idx
+            .par_chunks(64)
+            .map_init(
+                || Scratch::new(0),
+                |scratch, chunk| {
+                    let (mut out, mut ends) = (Vec::new(), Vec::new());
+                    for &i in chunk {
+                        let Some(x) = lists.hashes(i) else { continue };
+                        if matcher.choose_probes(x, scratch)? {
+                            let d = lists.id(i);
+                            let before = out.len();
+                            out.extend(scratch.probes().map(|k| (k, d)));
+                            let p = out.len() - before;
+                            let e = scratch.last_probe(view).unwrap_or((0, 0));
+                            ends.push((d, e, (x.len() - p) as u32));
+                        }
+                    }
+                    Ok((out, ends))
+                },
+            )
+            .collect();
+        for part in parts {
+            let (r, ends) = part?;
+            records.extend(r);
+            for (d, e, n) in ends {
+                last[d as usize] = e;
+                after[d as usize] = n;
+            }
+        }
+        g0 = g1;
+    }
+    stats.documents = live.len() as u64;
+    stats.probe_records = records.len() as u64;
+    records.par_sort_unstable();
+
+    // 2. Candidates: the pairs of documents under one key, (a << 32 | b) with a < b, written
+    //    in parallel into one array of their exact count (no per-key or per-pair index).
+    let cand_max = quarter / 8;
+    let parts = cuts(&records, |x, y| x.0 == y.0);
+    let counts: Vec<u64> = parts
+        .par_windows(2)
+        .map(|w| {
+            let mut n = 0u64;
+            for g in records[w[0]..w[1]].chunk_by(|x, y| x.0 == y.0) {
+                n += (g.len() as u64) * (g.len() as u64 - 1) / 2;
+            }
+            n
+        })
+        .collect();
+    let listed: u64 = counts.iter().sum();
+    if listed > cand_max {
+        return Ok(None);
+    }
+    let mut cands: Vec<u64> = vec![0; listed as usize];
+    {
+        let mut slices: Vec<&mut [u64]> = Vec::with_capacity(counts.len());
+        let mut rest = &mut cands[..];
+        for &n in &counts {
+            let (head, tail) = rest.split_at_mut(n as usize);
+            slices.push(head);
+            rest = tail;
+        }
+        slices
+            .into_par_iter()
+            .zip(parts.par_windows(2))
+            .for_each(|(out, w)| {
+                let mut k = 0;
+                for g in records[w[0]..w[1]].chunk_by(|x, y| x.0 == y.0) {
+                    for (i, &(_, a)) in g.iter().enumerate() {
+                        for &(_, b) in &g[i + 1..] {
+                            out[k] = (a as u64) << 32 | b as u64;
+                            k += 1;
+                        }
+                    }
+                }
+            });
+    }
+    drop(records);
+    stats.candidate_records = cands.len() as u64;
+    cands.par_sort_unstable();
+    // A pair listed under h keys shares h keys of both probe sets. Say A's last probe comes
+    // first in the common order: every key of A ∩ B up to it is in both probe sets (in A's
+    // by definition, in B's as B's last probe is no earlier), so |A ∩ B| <= h + (A's keys
+    // after its last probe). A pair that cannot reach the threshold with that many
+    // (`Sample::may_reach`, as the probe and join matchings prune) or whose sizes rule it out
+    // is not verified. Each part keeps its survivors at its front, in place; then the parts
+    // are closed up.
+    let distinct = AtomicU64::new(0);
+    let parts = cuts(&cands, |x, y| x == y);
+    let kept_per_part: Vec<usize> = {
+        let mut slices: Vec<&mut [u64]> = Vec::with_capacity(parts.len());
+        let mut rest = &mut cands[..];
+        for w in parts.windows(2) {
+            let (head, tail) = rest.split_at_mut(w[1] - w[0]);
+            slices.push(head);
+            rest = tail;
+        }
+        slices
+            .into_par_iter()
+            .map(|part| {
+                let (mut i, mut kept, mut runs) = (0, 0, 0u64);
+                while i < part.len() {
+                    let p = part[i];
+                    let mut j = i + 1;
+                    while j < part.len() && part[j] == p {
+                        j += 1;
+                    }
+                    runs += 1;
+                    let (a, b) = ((p >> 32) as usize, p as u32 as usize);
+                    let (na, nb) = (view.size(a as u32) as usize, view.size(b as u32) as usize);
+                    let (lo, hi) = sample.size_bounds(t, na);
+                    let rest = if last[a] <= last[b] {
+                        after[a]
+                    } else {
+                        after[b]
+                    };
+                    let max = (j - i) as u64 + rest as u64;
+                    if nb >= lo && nb <= hi && sample.may_reach(t, na, nb, max) {
+                        part[kept] = p;
+                        kept += 1;
+                    }
+                    i = j;
+                }
+                distinct.fetch_add(runs, Ordering::Relaxed);
+                kept
+            })
+            .collect()
+    };
+    let mut n = 0;
+    for (w, &k) in parts.windows(2).zip(&kept_per_part) {
+        cands.copy_within(w[0]..w[0] + k, n);
+        n += k;
+    }
+    cands.truncate(n);
+    cands.shrink_to_fit();
+    let pruned = distinct.into_inner() - n as u64;
+    stats.candidates = cands.len() as u64;
+    stats.candidates_pruned = pruned;
+
+    // 3. Verification, the smaller id probing (as the other matchings of a whole-index run),
+    //    in steps cut at a probing document's boundary; the pairs come out in (a, b) order.
+    let mut steps: Vec<&[u64]> = Vec::new();
+    let mut rest = &cands[..];
+    while !rest.is_empty() {
+        let mut k = rest.len().min(VERIFY_STEP);
+        let a = rest[k - 1] >> 32;
+        while k < rest.len() && rest[k] >> 32 == a {
+            k += 1;
+        }
+        steps.push(&rest[..k]);
+        rest = &rest[k..];
+    }
+    let found: Vec<Result<(Vec<Pair>, VerifyCounts)>> = steps
+        .par_iter()
+        .map_init(
+            || (Vec::new(), Vec::new(), Vec::new()),
+            |(x, raw, buf), step| {
+                let mut out = Vec::new();
+                let mut counts = VerifyCounts::default();
+                for run in step.chunk_by(|p, q| p >> 32 == q >> 32) {
+                    let a = (run[0] >> 32) as u32;
+                    let Some(sa) = view.features_and_raw_into(a, x, raw)? else {
+                        continue;
+                    };
+                    let own = Some(Own { seg: sa, raw });
+                    for &p in run {
+                        let b = p as u32;
+                        let ov = verify_candidate(view, sample, t, x, own, b, buf, &mut counts)?;
+                        out.extend(ov.map(|ov| Pair {
+                            a,
+                            b,
+                            m: Match::of(b, ov),
+                        }));
+                    }
+                }
+                Ok((out, counts))
+            },
+        )
+        .collect();
+    let mut block: Vec<Pair> = Vec::with_capacity(EMIT_BLOCK);
+    for r in found {
+        let (pairs, counts) = r?;
+        stats.verified_by_ranks += counts.by_ranks;
+        for p in pairs {
+            block.push(p);
+            if block.len() == EMIT_BLOCK {
+                stats.pairs += block.len() as u64;
+                stats.blocks += 1;
+                stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+                emit(&block)?;
+                block.clear();
+            }
+        }
+    }
+    stats.pairs += block.len() as u64;
+    stats.blocks += 1;
+    stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+    emit(&block)?;
+    stats.matching = Some(Matching::Prefix);
+    Ok(Some(stats))
+}

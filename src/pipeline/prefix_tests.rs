@@ -1,0 +1,110 @@
+//! The prefix self-join (`prefix.rs`) against the probe matching.
+
+use crate::error::Result;
+use crate::pipeline::pairs::for_each_pair_block;
+use crate::pipeline::plan::{Matching, Pair, PairsConfig};
+use crate::pipeline::prefix::prefix_pairs;
+
+/// Pages in 7 families (and some pages of their own) over two batches (two segments),
+/// then a few deleted.
+fn index(dir: &std::path::Path, format: u32, sample: &str) -> crate::index::Index {
+    let create = crate::options::CreateOptions {
+        shingle: Some("words:2".parse().unwrap()),
+        sample: Some(sample.parse().unwrap()),
+        segment_format: Some(format),
+        ..Default::default()
+    };
+    let mut ix = crate::index::Index::open_writer(dir.join("idx"), &create).unwrap();
+    for batch in 0..2u32 {
+        let docs = dir.join(format!("docs{batch}"));
+        std::fs::create_dir_all(&docs).unwrap();
+        for d in 0..45u32 {
+            let words: Vec<String> = (0..150u32)
+                .map(|i| match (i * (d % 5 + 1) + d + batch) % 11 {
+                    0 => format!("own{batch}x{d}x{i}"),
+                    1 if d % 3 == 0 => format!("common{}", i % 17),
+                    _ if d % 9 == 8 => format!("solo{batch}x{d}x{i}"),
+                    _ => format!("f{}w{i}", d % 7),
+                })
+                .collect();
+            let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
+            std::fs::write(docs.join(format!("b{batch}d{d:02}.html")), html).unwrap();
+        }
+        let opts = crate::pipeline::IngestOptions {
+            mem_bytes: 16 << 20,
+            batch: Some(format!("b{batch}")),
+            ..Default::default()
+        };
+        ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
+            .unwrap();
+    }
+    let gone = vec!["b0d03.html".to_string(), "b1d10.html".to_string()];
+    ix.delete(&crate::lifecycle::DeleteSelector::Keys(gone))
+        .unwrap();
+    ix
+}
+
+/// The prefix self-join gives exactly the probe matching's pairs (same order, counts,
+/// resemblance and containment bits, partner) for every sampling it applies to, both
+/// segment formats and thresholds from 0.3 to 1; it declines what it cannot do exactly
+/// or within the budget, emitting nothing.
+#[test]
+fn prefix_pairs_equal_probe_pairs() {
+    for sample in ["all", "mod:2", "bottomk:40", "minhash:30"] {
+        for format in [2, 3] {
+            let tmp = tempfile::tempdir().unwrap();
+            let ix = index(tmp.path(), format, sample);
+            let view = ix.view();
+            let s = ix.options().sample().unwrap();
+            let mut verified = 0;
+            for t in ["0.3", "0.5", "0.8", "0.95", "1.0"] {
+                let cfg = PairsConfig::new(s, t.parse().unwrap());
+                let mut want = Vec::new();
+                let ws = for_each_pair_block(view, &cfg, 0..view.doc_ids(), 0, |b| {
+                    want.extend_from_slice(b);
+                    Ok(())
+                })
+                .unwrap();
+                let mut got = Vec::new();
+                let mut emit = |b: &[Pair]| {
+                    got.extend_from_slice(b);
+                    Ok(())
+                };
+                let all = 0..view.doc_ids();
+                let gs = prefix_pairs(view, &cfg, 64 << 20, all, 0, &mut emit)
+                    .unwrap()
+                    .expect("applies and fits");
+                let what = format!("{sample} format {format} t {t}");
+                assert_eq!(got, want, "{what}");
+                for (g, w) in got.iter().zip(&want) {
+                    assert_eq!(g.m.resemblance.to_bits(), w.m.resemblance.to_bits());
+                    assert_eq!(g.m.containment.to_bits(), w.m.containment.to_bits());
+                }
+                assert_eq!(gs.pairs, ws.pairs, "{what}");
+                assert_eq!(gs.matching, Some(Matching::Prefix));
+                assert!(gs.candidates >= gs.pairs);
+                verified += gs.candidates;
+                if t == "0.5" {
+                    assert!(want.len() > 20, "{what}: the corpus has pairs");
+                }
+                // Nothing when it does not apply or does not fit.
+                let mut none = |_: &[Pair]| -> Result<()> { panic!("emitted") };
+                let n = view.doc_ids();
+                assert!(prefix_pairs(view, &cfg, 64 << 20, 45..n, 45, &mut none)
+                    .unwrap()
+                    .is_none());
+                assert!(prefix_pairs(view, &cfg, 64, 0..n, 0, &mut none)
+                    .unwrap()
+                    .is_none());
+                let limited = PairsConfig {
+                    max_df: Some(5),
+                    ..cfg
+                };
+                assert!(prefix_pairs(view, &limited, 64 << 20, 0..n, 0, &mut none)
+                    .unwrap()
+                    .is_none());
+            }
+            assert!(verified > 0);
+        }
+    }
+}
