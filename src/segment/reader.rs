@@ -26,6 +26,47 @@ use super::{SegmentMeta, TableMeta};
 /// Keys looked up together by [`Segment::get_postings_many`].
 pub const LOOKUP_GROUP: usize = 16;
 
+/// Step 1 of a group lookup ([`Segment::get_postings_many`],
+/// [`Segment::postings_may_hold_many`]): the block of each key of `chunk`
+/// (`partition_point(last < key)`) into `bis`, the group's binary searches in lockstep so each
+/// round's loads are independent of each other; `live[j]`: `chunk[j]` is not beyond the last
+/// block. Asks for each live key's block index entry and filter slot (`slots`). The table has
+/// at least one block.
+fn lockstep_blocks(
+    t: &Table,
+    slots: Option<&[(u64, u32)]>,
+    chunk: &[u64],
+    bis: &mut [usize; LOOKUP_GROUP],
+    live: &mut [bool; LOOKUP_GROUP],
+) {
+    use super::prefetch;
+    let n = t.last_keys.len();
+    let g = chunk.len();
+    let mut base = [0usize; LOOKUP_GROUP];
+    let mut size = n;
+    while size > 1 {
+        let half = size / 2;
+        for j in 0..g {
+            let mid = base[j] + half;
+            if t.last_keys[mid] < chunk[j] {
+                base[j] = mid;
+            }
+        }
+        size -= half;
+    }
+    for j in 0..g {
+        let bi = base[j] + usize::from(t.last_keys[base[j]] < chunk[j]);
+        bis[j] = bi;
+        live[j] = bi < n;
+        if live[j] {
+            prefetch(&t.blocks[bi]);
+            if let Some(s) = slots.and_then(|s| s.get(bi)) {
+                prefetch(s);
+            }
+        }
+    }
+}
+
 /// An open segment.
 pub struct Segment {
     pub(super) path: PathBuf,
@@ -306,6 +347,17 @@ impl Segment {
         Ok(self.postings_may_contain(bi, key)?.then_some(bi))
     }
 
+    /// The key filter value of POSTINGS block `bi` in the filter table `slots` (as
+    /// `postings_may_contain` reads it; out of the file: empty, "may"). None: no filter.
+    fn block_filter(&self, slots: Option<&[(u64, u32)]>, bi: usize) -> Option<&[u8]> {
+        let &(off, len) = slots?.get(bi)?;
+        Some(
+            self.map
+                .get(off as usize..off as usize + len as usize)
+                .unwrap_or(&[]),
+        )
+    }
+
     /// [`Segment::postings_block_for`] of many keys as "may the POSTINGS table hold it"
     /// answers: `out[i]` is false exactly when `postings_block_for(keys[i])` is `Ok(None)`
     /// (true for an error: a damaged filter counts as "may hold", and the join's read reports
@@ -335,14 +387,7 @@ impl Segment {
                 return;
             }
         };
-        let filter_of = |bi: usize| -> Option<&[u8]> {
-            let &(off, len) = slots?.get(bi)?;
-            Some(
-                self.map
-                    .get(off as usize..off as usize + len as usize)
-                    .unwrap_or(&[]),
-            )
-        };
+        let filter_of = |bi: usize| self.block_filter(slots, bi);
         const G: usize = LOOKUP_GROUP;
         let mut bis = [0usize; G];
         let mut live = [false; G];
@@ -352,30 +397,8 @@ impl Segment {
                 out.extend(std::iter::repeat_n(false, g));
                 continue;
             }
-            // 1. The block of each key (`partition_point(last < key)`), in lockstep.
-            let mut base = [0usize; G];
-            let mut size = n;
-            while size > 1 {
-                let half = size / 2;
-                for j in 0..g {
-                    let mid = base[j] + half;
-                    if t.last_keys[mid] < chunk[j] {
-                        base[j] = mid;
-                    }
-                }
-                size -= half;
-            }
-            for j in 0..g {
-                let bi = base[j] + usize::from(t.last_keys[base[j]] < chunk[j]);
-                bis[j] = bi;
-                live[j] = bi < n;
-                if live[j] {
-                    prefetch(&t.blocks[bi]);
-                    if let Some(s) = slots.and_then(|s| s.get(bi)) {
-                        prefetch(s);
-                    }
-                }
-            }
+            // 1. The block of each key, the group's searches in lockstep.
+            lockstep_blocks(t, slots, chunk, &mut bis, &mut live);
             // 2. Keys before their block's first key are absent; the others' filter header.
             for j in 0..g {
                 if !live[j] {
@@ -450,15 +473,7 @@ impl Segment {
         } else {
             None
         };
-        // The filter value of block `bi` (as `postings_may_contain` reads it); None: no filter.
-        let filter_of = |bi: usize| -> Option<&[u8]> {
-            let &(off, len) = slots?.get(bi)?;
-            Some(
-                self.map
-                    .get(off as usize..off as usize + len as usize)
-                    .unwrap_or(&[]),
-            )
-        };
+        let filter_of = |bi: usize| self.block_filter(slots, bi);
         const G: usize = LOOKUP_GROUP;
         let mut bis = [0usize; G];
         let mut live = [false; G];
@@ -466,31 +481,8 @@ impl Segment {
         let mut values: [Option<&[u8]>; G] = [None; G];
         for (c, chunk) in keys.chunks(G).enumerate() {
             let g = chunk.len();
-            // 1. The block of each key (`partition_point(last < key)`): the group's binary
-            //    searches in lockstep, so each round's loads are independent of each other.
-            let mut base = [0usize; G];
-            let mut size = n;
-            while size > 1 {
-                let half = size / 2;
-                for j in 0..g {
-                    let mid = base[j] + half;
-                    if t.last_keys[mid] < chunk[j] {
-                        base[j] = mid;
-                    }
-                }
-                size -= half;
-            }
-            for j in 0..g {
-                let bi = base[j] + usize::from(t.last_keys[base[j]] < chunk[j]);
-                bis[j] = bi;
-                live[j] = bi < n;
-                if live[j] {
-                    prefetch(&t.blocks[bi]);
-                    if let Some(s) = slots.and_then(|s| s.get(bi)) {
-                        prefetch(s);
-                    }
-                }
-            }
+            // 1. The block of each key, the group's searches in lockstep.
+            lockstep_blocks(t, slots, chunk, &mut bis, &mut live);
             // 2. Keys before their block's first key are absent; the others' filter and block
             //    headers.
             for j in 0..g {
