@@ -38,13 +38,16 @@ pub fn for_each_pair(
 ) -> Result<PairsStats> {
     // The prefix self-join needs no plan (it reads no posting list): tried first.
     let mut emit = emit;
-    if matches!(matching, Matching::Auto | Matching::Prefix) {
-        let mem = sort.mem_bytes;
-        let done =
-            super::prefix::prefix_pairs(view, cfg, mem, docs.clone(), older_than, &mut emit)?;
-        if let Some(stats) = done {
-            return Ok(stats);
-        }
+    if let Some(stats) = try_prefix(
+        matching,
+        view,
+        cfg,
+        sort,
+        docs.clone(),
+        older_than,
+        &mut emit,
+    )? {
+        return Ok(stats);
     }
     let planned = super::plan::plan(view, cfg, docs.clone(), older_than, sort.mem_bytes);
     run_planned(matching, planned, view, cfg, sort, docs, older_than, emit)
@@ -64,16 +67,36 @@ pub fn for_each_pair_planned(
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
     let mut emit = emit;
-    if matches!(matching, Matching::Auto | Matching::Prefix) {
-        let mem = sort.mem_bytes;
-        let done =
-            super::prefix::prefix_pairs(view, cfg, mem, docs.clone(), older_than, &mut emit)?;
-        if let Some(mut stats) = done {
-            stats.plan = Some(planned);
-            return Ok(stats);
-        }
+    if let Some(mut stats) = try_prefix(
+        matching,
+        view,
+        cfg,
+        sort,
+        docs.clone(),
+        older_than,
+        &mut emit,
+    )? {
+        stats.plan = Some(planned);
+        return Ok(stats);
     }
     run_planned(matching, planned, view, cfg, sort, docs, older_than, emit)
+}
+
+/// The prefix self-join when `matching` allows it (`Auto`, `Prefix`) and it applies to these
+/// documents under `sort.mem_bytes`; `Ok(None)`: it declined before emitting anything.
+fn try_prefix(
+    matching: Matching,
+    view: &View,
+    cfg: &PairsConfig,
+    sort: &crate::sort::SortOptions,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    emit: &mut impl FnMut(&[Pair]) -> Result<()>,
+) -> Result<Option<PairsStats>> {
+    if !matches!(matching, Matching::Auto | Matching::Prefix) {
+        return Ok(None);
+    }
+    super::prefix::prefix_pairs(view, cfg, sort.mem_bytes, docs, older_than, emit)
 }
 
 /// [`for_each_pair_planned`] once the prefix self-join is out of the question: the
