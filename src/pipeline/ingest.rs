@@ -20,7 +20,6 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::batch::intake::{Known, StagedIntake, DUPLICATE_KEY};
@@ -188,52 +187,164 @@ fn prepare(item: InputItem, fp_opts: &FingerprintOptions, m_opts: &MethodOptions
     }
 }
 
-/// Documents read per parallel chunk; bounded in bytes too, so memory stays small.
-const CHUNK_DOCS: usize = 256;
-const CHUNK_BYTES: u64 = 32 << 20;
+/// Documents read but not yet filed, at most (the reader waits beyond it); bounded in bytes
+/// too, so memory stays small. A document larger than the byte bound goes alone.
+const AHEAD_DOCS: usize = 512;
+const AHEAD_BYTES: u64 = 64 << 20;
+/// Documents between two progress calls.
+const PROGRESS_DOCS: u64 = 256;
 
-/// Reads `source` on a thread of its own and canonicalizes and fingerprints its documents in
-/// chunks on all cores on another, so the next chunk is prepared while the caller files the
-/// previous one. The caller drains the receiver, then joins the threads.
+/// The documents read and not yet filed, and whether the consumer is gone.
+#[derive(Default)]
+struct Ahead {
+    docs: usize,
+    bytes: u64,
+    closed: bool,
+}
+
+/// The read-ahead bound shared by the reader (takes) and the filer (gives back).
+#[derive(Default)]
+struct Credits {
+    state: std::sync::Mutex<Ahead>,
+    changed: std::sync::Condvar,
+}
+
+impl Credits {
+    /// Waits until one more document of `bytes` fits; false once the consumer is gone.
+    fn take(&self, bytes: u64) -> bool {
+        let Ok(mut a) = self.state.lock() else {
+            return false;
+        };
+        while !a.closed && a.docs > 0 && (a.docs >= AHEAD_DOCS || a.bytes + bytes > AHEAD_BYTES) {
+            a = match self.changed.wait(a) {
+                Ok(a) => a,
+                Err(_) => return false,
+            };
+        }
+        a.docs += 1;
+        a.bytes += bytes;
+        !a.closed
+    }
+
+    fn give(&self, bytes: u64) {
+        if let Ok(mut a) = self.state.lock() {
+            a.docs = a.docs.saturating_sub(1);
+            a.bytes = a.bytes.saturating_sub(bytes);
+        }
+        self.changed.notify_all();
+    }
+
+    fn close(&self) {
+        if let Ok(mut a) = self.state.lock() {
+            a.closed = true;
+        }
+        self.changed.notify_all();
+    }
+}
+
+fn item_bytes(item: &InputItem) -> u64 {
+    match item {
+        InputItem::Doc(d) => d.bytes.len() as u64,
+        InputItem::Bad { .. } => 0,
+    }
+}
+
+/// The prepared documents of [`prepare_stream`] in input order.
+struct PreparedStream {
+    rx: Receiver<(u64, u64, Prepared)>,
+    /// Prepared out of order, waiting for the ones before them: `(bytes read, document)`.
+    waiting: std::collections::BTreeMap<u64, (u64, Prepared)>,
+    next: u64,
+    credits: std::sync::Arc<Credits>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Iterator for PreparedStream {
+    type Item = Prepared;
+
+    fn next(&mut self) -> Option<Prepared> {
+        loop {
+            if let Some((bytes, p)) = self.waiting.remove(&self.next) {
+                self.next += 1;
+                self.credits.give(bytes);
+                return Some(p);
+            }
+            // Every document before `next` is out; the channel ends when all are prepared.
+            let (seq, bytes, p) = self.rx.recv().ok()?;
+            self.waiting.insert(seq, (bytes, p));
+        }
+    }
+}
+
+impl PreparedStream {
+    /// Waits for the reader and the workers (after the stream is drained).
+    fn join(mut self) {
+        self.credits.close();
+        for t in std::mem::take(&mut self.threads) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for PreparedStream {
+    /// A consumer that stops early releases the reader (the workers end when their sends fail
+    /// and the reader's channel closes).
+    fn drop(&mut self) {
+        self.credits.close();
+    }
+}
+
+/// Reads `source` on a thread of its own and canonicalizes and fingerprints its documents on
+/// one worker thread per core, each taking the next document as it finishes the last (no
+/// chunk waits for its slowest document), so later documents are prepared while the caller
+/// files earlier ones. The stream hands them out in input order; at most `AHEAD_DOCS`
+/// documents and `AHEAD_BYTES` of input are read and not yet filed. The caller drains the
+/// stream, then joins it.
 fn prepare_stream(
     source: Source,
     input: InputOptions,
     fp_opts: FingerprintOptions,
     m_opts: MethodOptions,
-) -> (Receiver<Vec<Prepared>>, [JoinHandle<()>; 2]) {
-    let (tx, rx) = sync_channel::<Vec<InputItem>>(2);
-    let reader = std::thread::spawn(move || {
-        let mut chunk = Vec::with_capacity(CHUNK_DOCS);
-        let mut bytes = 0u64;
-        for item in read_source(source, input) {
-            if let InputItem::Doc(d) = &item {
-                bytes += d.bytes.len() as u64;
-            }
-            chunk.push(item);
-            if chunk.len() >= CHUNK_DOCS || bytes >= CHUNK_BYTES {
-                if tx.send(std::mem::take(&mut chunk)).is_err() {
-                    return;
-                }
-                bytes = 0;
-            }
-        }
-        if !chunk.is_empty() {
-            let _ = tx.send(chunk);
-        }
-    });
-    let (ptx, prx) = sync_channel::<Vec<Prepared>>(2);
-    let preparer = std::thread::spawn(move || {
-        for chunk in rx {
-            let prepared: Vec<Prepared> = chunk
-                .into_par_iter()
-                .map(|item| prepare(item, &fp_opts, &m_opts))
-                .collect();
-            if ptx.send(prepared).is_err() {
+) -> PreparedStream {
+    let credits = std::sync::Arc::new(Credits::default());
+    let (tx, rx) = sync_channel::<(u64, InputItem)>(AHEAD_DOCS);
+    let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    let mut threads = Vec::new();
+    let cr = std::sync::Arc::clone(&credits);
+    threads.push(std::thread::spawn(move || {
+        for (seq, item) in read_source(source, input).enumerate() {
+            if !cr.take(item_bytes(&item)) || tx.send((seq as u64, item)).is_err() {
                 return;
             }
         }
-    });
-    (prx, [reader, preparer])
+    }));
+    let (ptx, prx) = std::sync::mpsc::channel::<(u64, u64, Prepared)>();
+    let workers = rayon::current_num_threads().max(1);
+    for _ in 0..workers {
+        let (rx, ptx) = (std::sync::Arc::clone(&rx), ptx.clone());
+        let (fp_opts, m_opts) = (fp_opts.clone(), m_opts.clone());
+        threads.push(std::thread::spawn(move || loop {
+            let got = match rx.lock() {
+                Ok(r) => r.recv(),
+                Err(_) => return,
+            };
+            let Ok((seq, item)) = got else { return };
+            let bytes = item_bytes(&item);
+            if ptx
+                .send((seq, bytes, prepare(item, &fp_opts, &m_opts)))
+                .is_err()
+            {
+                return;
+            }
+        }));
+    }
+    PreparedStream {
+        rx: prx,
+        waiting: std::collections::BTreeMap::new(),
+        next: 0,
+        credits,
+        threads,
+    }
 }
 
 /// The batch's new segment while its documents arrive: FORWARD entries streamed into the
@@ -422,27 +533,26 @@ impl Index {
     ) -> Result<NewSegment> {
         let fp_opts = self.options().fingerprint()?;
         let m_opts = self.options().methods.clone();
-        let (prepared, threads) = prepare_stream(source, opts.input.clone(), fp_opts, m_opts);
+        let mut prepared = prepare_stream(source, opts.input.clone(), fp_opts, m_opts);
         let mut failure: Option<Error> = None;
-        for chunk in prepared {
+        for p in prepared.by_ref() {
             if failure.is_some() {
                 continue; // drain the stages so they can finish
             }
-            for p in chunk {
-                b.s.documents_read += 1;
-                failure = self.file_doc(b, &mut seg, p, opts.strict)?;
-                if failure.is_some() {
-                    break;
-                }
+            b.s.documents_read += 1;
+            failure = self.file_doc(b, &mut seg, p, opts.strict)?;
+            if b.s.documents_read % PROGRESS_DOCS == 0 {
+                progress(Progress::Read {
+                    docs: b.s.documents_read,
+                    bytes: b.s.input_bytes,
+                });
             }
-            progress(Progress::Read {
-                docs: b.s.documents_read,
-                bytes: b.s.input_bytes,
-            });
         }
-        for t in threads {
-            let _ = t.join();
-        }
+        progress(Progress::Read {
+            docs: b.s.documents_read,
+            bytes: b.s.input_bytes,
+        });
+        prepared.join();
         match failure {
             Some(e) => Err(e),
             None => Ok(seg),

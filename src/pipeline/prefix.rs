@@ -39,7 +39,7 @@ const EMIT_BLOCK: usize = 1 << 16;
 /// Parts the sorted records and candidates are cut into for the parallel passes.
 const PARTS: usize = 64;
 /// Candidate pairs per parallel verification step (cut at a probing document's boundary).
-const VERIFY_STEP: usize = 1 << 12;
+const VERIFY_STEP: usize = 1 << 9;
 
 /// Up to [`PARTS`] + 1 cut points of `v` (0 first, `v.len()` last, ascending), none of them
 /// between two elements `same` says belong together (sorted input: equal keys are adjacent).

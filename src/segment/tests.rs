@@ -1172,3 +1172,43 @@ fn batched_lookups_agree_with_single_ones_on_damaged_files() {
         fuzz::file(&bad);
     }
 }
+
+/// The key filters built on the writer's filter thread (after the first blocks) give the
+/// bytes the writing thread alone gives; a segment with fewer blocks starts no thread.
+#[test]
+fn filter_thread_writes_the_inline_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    for (n, block_target) in [(20_000u64, 512usize), (300, 4096), (60_000, 1024)] {
+        let mut postings = BTreeMap::new();
+        for i in 0..n {
+            let mut v = Vec::new();
+            encode_postings(&[i as u32, i as u32 * 3 + 1], &mut v);
+            postings.insert(filter_test_mix(i) | 1, v);
+        }
+        let tables: Tables = [(POSTINGS, postings)].into_iter().collect();
+        for version in [2, 3] {
+            let (a, b) = (format!("t{n}-{version}"), format!("i{n}-{version}"));
+            let w = SegmentWriter::create_version(dir.path(), &a, block_target, version).unwrap();
+            let meta = fill(w, &tables);
+            let w = SegmentWriter::create_version(dir.path(), &b, block_target, version)
+                .unwrap()
+                .inline_filters();
+            fill(w, &tables);
+            let (ta, tb) = (
+                std::fs::read(dir.path().join(&a)).unwrap(),
+                std::fs::read(dir.path().join(&b)).unwrap(),
+            );
+            assert_eq!(ta, tb, "{n} keys, version {version}");
+            let blocks = meta
+                .tables
+                .iter()
+                .find(|t| t.id == POSTINGS)
+                .unwrap()
+                .blocks;
+            assert!(n < 1000 || blocks as u64 > 2 * writer::FILTER_THREAD_AFTER);
+            let seg = Segment::open(dir.path().join(&a)).unwrap();
+            assert!(seg.has_key_filter());
+            assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
+        }
+    }
+}

@@ -7,6 +7,8 @@
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
 
 use crate::error::{Error, IoResultExt, Result};
 
@@ -84,6 +86,86 @@ impl Drop for FilterSpool {
     }
 }
 
+/// POSTINGS blocks written inline before the key filters move to a thread of their own
+/// ([`FilterThread`]): a small segment (an add's) starts no thread.
+pub(super) const FILTER_THREAD_AFTER: u64 = 8;
+/// Blocks' keys the filter thread may hold before the writer waits for it.
+const FILTER_AHEAD: usize = 64;
+
+/// Builds the POSTINGS blocks' key filters on a thread of its own while the writer encodes
+/// and writes the next blocks (the filter of a 32 KiB block costs about as much as encoding
+/// it). It takes each block's keys in order and hands back `(filter, keys)` in the same order
+/// (the keys' vector to be reused); the writer pushes the filters into its spool itself, so
+/// spool errors and the order stay the writer's. Bytes identical to building them inline.
+struct FilterThread {
+    tx: Option<SyncSender<Vec<u64>>>,
+    rx: Receiver<(Vec<u8>, Vec<u64>)>,
+    handle: Option<JoinHandle<()>>,
+    /// Keys' vectors that came back, for the next blocks.
+    spare: Vec<Vec<u64>>,
+    /// Blocks sent, blocks whose filter came back.
+    sent: u64,
+    received: u64,
+}
+
+impl FilterThread {
+    fn start() -> std::io::Result<FilterThread> {
+        let (tx, keys_rx) = sync_channel::<Vec<u64>>(FILTER_AHEAD);
+        let (done_tx, rx) = channel();
+        let handle = std::thread::Builder::new()
+            .name("ndd-filters".into())
+            .spawn(move || {
+                for keys in keys_rx {
+                    let mut f = Vec::new();
+                    super::filter::build(&keys, &mut f);
+                    if done_tx.send((f, keys)).is_err() {
+                        return; // the writer is gone
+                    }
+                }
+            })?;
+        Ok(FilterThread {
+            tx: Some(tx),
+            rx,
+            handle: Some(handle),
+            spare: Vec::new(),
+            sent: 0,
+            received: 0,
+        })
+    }
+
+    /// Queues one block's keys (waits while the thread is `FILTER_AHEAD` blocks behind).
+    fn send(&mut self, keys: Vec<u64>) -> std::io::Result<()> {
+        let sent = self.tx.as_ref().map(|tx| tx.send(keys).is_ok());
+        if sent != Some(true) {
+            return Err(std::io::Error::other("the key filter thread ended early"));
+        }
+        self.sent += 1;
+        Ok(())
+    }
+
+    /// The filters built so far, in block order, without waiting.
+    fn ready(&mut self) -> Vec<(Vec<u8>, Vec<u64>)> {
+        let got: Vec<_> = self.rx.try_iter().collect();
+        self.received += got.len() as u64;
+        got
+    }
+
+    /// Every remaining filter, in block order, once the thread has built them all.
+    fn finish(&mut self) -> std::io::Result<Vec<(Vec<u8>, Vec<u64>)>> {
+        drop(self.tx.take());
+        let got: Vec<_> = self.rx.iter().collect();
+        self.received += got.len() as u64;
+        let joined = self.handle.take().map(|h| h.join().is_ok());
+        if joined == Some(false) || self.received != self.sent {
+            return Err(std::io::Error::other(format!(
+                "the key filter thread built {} of {} filters",
+                self.received, self.sent
+            )));
+        }
+        Ok(got)
+    }
+}
+
 /// The table being written.
 struct OpenTable {
     id: u32,
@@ -122,6 +204,10 @@ pub struct SegmentWriter {
     filter_keys: Vec<u64>,
     /// Scratch for one filter value.
     filter_buf: Vec<u8>,
+    /// Builds the filters once the POSTINGS table has `filter_thread_after` blocks.
+    filter_thread: Option<FilterThread>,
+    /// `FILTER_THREAD_AFTER` (tests: `u64::MAX`, every filter inline).
+    filter_thread_after: u64,
     /// Rank of the first key of every POSTINGS block written so far (None: format < 3, which
     /// has no table `POSTINGS_RANKS`); 8 bytes per block, like the block index.
     rank_starts: Option<Vec<u64>>,
@@ -230,6 +316,8 @@ impl SegmentWriter {
             }),
             filter_keys: Vec::new(),
             filter_buf: Vec::new(),
+            filter_thread: None,
+            filter_thread_after: FILTER_THREAD_AFTER,
             rank_starts: (version >= RANKED_FORWARD_VERSION).then(Vec::new),
             postings_flushed: 0,
         };
@@ -247,6 +335,13 @@ impl SegmentWriter {
     #[doc(hidden)]
     pub fn without_key_filter(mut self) -> Self {
         self.filters = None;
+        self
+    }
+
+    /// Builds every key filter on the writing thread (tests: the bytes of both ways).
+    #[cfg(test)]
+    pub(crate) fn inline_filters(mut self) -> Self {
+        self.filter_thread_after = u64::MAX;
         self
     }
 
@@ -476,6 +571,7 @@ impl SegmentWriter {
     /// Writes the spooled POSTINGS key filters as table `POSTINGS_FILTER` (key = POSTINGS block
     /// number), if a non-empty POSTINGS table was written.
     fn write_filters(&mut self) -> Result<()> {
+        self.drain_filters(true)?;
         let Some(mut spool) = self.filters.take() else {
             return Ok(());
         };
@@ -528,16 +624,8 @@ impl SegmentWriter {
                 self.postings_flushed += self.block.entries() as u64;
             }
         }
-        if let Some(spool) = self.filters.as_mut() {
-            if t_id_is_postings(&self.table) {
-                self.filter_buf.clear();
-                super::filter::build(&self.filter_keys, &mut self.filter_buf);
-                self.filter_keys.clear();
-                if let Err(e) = spool.push(&self.filter_buf) {
-                    self.poisoned = true;
-                    return Err(Error::io(&spool.path, e));
-                }
-            }
+        if self.filters.is_some() && t_id_is_postings(&self.table) {
+            self.filter_block()?;
         }
         let offset = self.pos;
         let expected = self.block.encoded_len();
@@ -560,6 +648,87 @@ impl SegmentWriter {
                 len: written.len,
                 crc: written.crc,
             });
+        }
+        Ok(())
+    }
+
+    /// The key filter of the POSTINGS block being flushed: built inline for the first
+    /// `FILTER_THREAD_AFTER` blocks, then by the [`FilterThread`]; the filters are spooled in
+    /// block order either way.
+    fn filter_block(&mut self) -> Result<()> {
+        let inline = self.filter_thread.is_none()
+            && self
+                .filters
+                .as_ref()
+                .is_some_and(|s| s.count < self.filter_thread_after);
+        if inline {
+            self.filter_buf.clear();
+            super::filter::build(&self.filter_keys, &mut self.filter_buf);
+            self.filter_keys.clear();
+            if let Some(spool) = self.filters.as_mut() {
+                if let Err(e) = spool.push(&self.filter_buf) {
+                    self.poisoned = true;
+                    return Err(Error::io(&spool.path, e));
+                }
+            }
+            return Ok(());
+        }
+        if self.filter_thread.is_none() {
+            match FilterThread::start() {
+                Ok(t) => self.filter_thread = Some(t),
+                Err(e) => {
+                    self.poisoned = true;
+                    return Err(Error::io(&self.tmp_path, e));
+                }
+            }
+        }
+        self.drain_filters(false)?;
+        let keys = match self.filter_thread.as_mut() {
+            Some(t) => {
+                let spare = t.spare.pop().unwrap_or_default();
+                std::mem::replace(&mut self.filter_keys, spare)
+            }
+            None => return Ok(()),
+        };
+        if let Some(t) = self.filter_thread.as_mut() {
+            if let Err(e) = t.send(keys) {
+                self.poisoned = true;
+                return Err(Error::io(&self.tmp_path, e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Spools the filters the thread has built (`all`: every one, ending the thread).
+    fn drain_filters(&mut self, all: bool) -> Result<()> {
+        let Some(t) = self.filter_thread.as_mut() else {
+            return Ok(());
+        };
+        let got = if all {
+            let r = t.finish();
+            self.filter_thread = None;
+            r
+        } else {
+            Ok(t.ready())
+        };
+        let got = match got {
+            Ok(g) => g,
+            Err(e) => {
+                self.poisoned = true;
+                return Err(Error::io(&self.tmp_path, e));
+            }
+        };
+        for (f, mut keys) in got {
+            if let Some(spool) = self.filters.as_mut() {
+                if let Err(e) = spool.push(&f) {
+                    self.poisoned = true;
+                    return Err(Error::io(&spool.path, e));
+                }
+            }
+            if let Some(t) = self.filter_thread.as_mut() {
+                keys.clear();
+                t.spare.push(keys);
+            }
         }
         Ok(())
     }

@@ -11,6 +11,8 @@
 
 use std::sync::mpsc::sync_channel;
 
+use rayon::prelude::*;
+
 use super::Record;
 use crate::error::Result;
 
@@ -24,42 +26,85 @@ const AHEAD: usize = 256;
 /// `(shift, min)`: record `r` goes to bucket `(r.radix() - min) >> shift`, which is below
 /// `buckets` for every record of `buf`.
 fn bucket_fn<R: Record>(buf: &[R], buckets: usize) -> (u32, u64) {
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    for r in buf {
-        let k = r.radix();
-        lo = lo.min(k);
-        hi = hi.max(k);
-    }
+    let (lo, hi) = buf
+        .par_chunks(PART_RECORDS)
+        .map(|part| {
+            let (mut lo, mut hi) = (u64::MAX, 0u64);
+            for r in part {
+                let k = r.radix();
+                lo = lo.min(k);
+                hi = hi.max(k);
+            }
+            (lo, hi)
+        })
+        .reduce(|| (u64::MAX, 0), |a, b| (a.0.min(b.0), a.1.max(b.1)));
     let span = hi.saturating_sub(lo);
     let bits = 64 - span.leading_zeros(); // bits of the largest offset
     let want = buckets.trailing_zeros(); // buckets is a power of two
     (bits.saturating_sub(want), lo)
 }
 
+/// Records per part of the parallel passes of [`partition`].
+const PART_RECORDS: usize = 1 << 18;
+
+/// The output vector of [`partition`], written through a raw pointer by several threads at
+/// disjoint positions.
+#[derive(Clone, Copy)]
+struct Out<R>(*mut R);
+// SAFETY: each thread writes only the positions its part owns (disjoint ranges of the
+// bucket offsets), and the vector outlives the scope of the writes.
+unsafe impl<R: Send> Send for Out<R> {}
+unsafe impl<R: Send> Sync for Out<R> {}
+
 /// `buf` partitioned into `buckets` (a power of two) by radix key, in bucket order, as a new
-/// vector (one sequential pass: an in-place permutation of a buffer larger than the caches
-/// would miss the cache at every swap); and the bucket bounds (`buckets + 1` offsets).
+/// vector (sequential passes: an in-place permutation of a buffer larger than the caches
+/// would miss the cache at every swap); and the bucket bounds (`buckets + 1` offsets). The
+/// passes run on every core, each over parts of `buf` in order: a part's records go to its
+/// own stretch of each bucket, after the earlier parts' (the same vector as one pass over
+/// `buf` would write).
 fn partition<R: Record>(buf: &[R], buckets: usize) -> (Vec<R>, Vec<usize>) {
     let (shift, lo) = bucket_fn(buf, buckets);
     let bucket = |r: &R| ((r.radix() - lo) >> shift) as usize;
-    let mut counts = vec![0usize; buckets];
-    for r in buf.iter() {
-        counts[bucket(r)] += 1;
-    }
+    let counts: Vec<Vec<usize>> = buf
+        .par_chunks(PART_RECORDS)
+        .map(|part| {
+            let mut c = vec![0usize; buckets];
+            for r in part {
+                c[bucket(r)] += 1;
+            }
+            c
+        })
+        .collect();
     let mut bounds = Vec::with_capacity(buckets + 1);
+    // starts[p][b]: where part p's first record of bucket b goes.
+    let mut starts: Vec<Vec<usize>> = vec![vec![0; buckets]; counts.len()];
     let mut at = 0;
-    for &c in &counts {
+    for b in 0..buckets {
         bounds.push(at);
-        at += c;
+        for (p, c) in counts.iter().enumerate() {
+            starts[p][b] = at;
+            at += c[b];
+        }
     }
     bounds.push(at);
-    let mut out = buf.to_vec();
-    let mut next: Vec<usize> = bounds[..buckets].to_vec();
-    for r in buf {
-        let t = bucket(r);
-        out[next[t]] = *r;
-        next[t] += 1;
-    }
+    debug_assert_eq!(at, buf.len());
+    let mut out: Vec<R> = Vec::with_capacity(buf.len());
+    let dst = Out(out.as_mut_ptr());
+    buf.par_chunks(PART_RECORDS)
+        .zip(starts.into_par_iter())
+        .for_each(|(part, mut next)| {
+            let dst = dst;
+            for r in part {
+                let t = bucket(r);
+                // SAFETY: next[t] stays within part p's stretch of bucket t (its count of
+                // records of that bucket), which no other part writes, and below buf.len().
+                unsafe { dst.0.add(next[t]).write(*r) };
+                next[t] += 1;
+            }
+        });
+    // SAFETY: the stretches cover 0..buf.len() exactly (the counts sum to it), every position
+    // written once above.
+    unsafe { out.set_len(buf.len()) };
     (out, bounds)
 }
 
@@ -173,6 +218,37 @@ mod tests {
             })
             .collect();
         check(pairs);
+    }
+
+    /// The parallel partition over several parts writes the vector one sequential pass over
+    /// the buffer writes (each bucket's records in buffer order), with the same bounds.
+    #[test]
+    fn parallel_partition_equals_one_pass() {
+        let mut seed = 11;
+        let n = 3 * PART_RECORDS + 12_345;
+        let recs: Vec<KeyDoc> = (0..n)
+            .map(|i| KeyDoc {
+                key: lcg(&mut seed) >> (i % 3),
+                doc: i as u32,
+            })
+            .collect();
+        for buckets in [2usize, 64, 512] {
+            let (got, bounds) = partition(&recs, buckets);
+            let (shift, lo) = bucket_fn(&recs, buckets);
+            let mut want: Vec<Vec<KeyDoc>> = vec![Vec::new(); buckets];
+            for r in &recs {
+                want[((r.key - lo) >> shift) as usize].push(*r);
+            }
+            let mut at = 0;
+            let mut want_bounds = vec![0];
+            for w in &want {
+                at += w.len();
+                want_bounds.push(at);
+            }
+            assert_eq!(bounds, want_bounds, "{buckets} buckets");
+            assert_eq!(got, want.concat(), "{buckets} buckets");
+        }
+        check(recs);
     }
 
     /// A consumer that stops early (an error) ends the sorting thread too.
