@@ -207,6 +207,20 @@ pub fn join_pairs(
                 freq.segment(si)?;
             }
         }
+        // Per-segment probes: the old segments' filter answers for each prober's walk
+        // prefix, asked in key order (one forward walk per segment for a run of probers);
+        // a run sorts at most a quarter of the window's list entries (28 bytes a key: 7
+        // bytes a listed entry, beside the lists' 20).
+        let pre = if per_segment {
+            let xs: Vec<Option<&[u64]>> = (0..lists.len())
+                .map(|i| lists.segment(i).and_then(|_| lists.hashes(i)))
+                .collect();
+            matcher.pre_walk(&xs, (max_listed / 4) as usize)
+        } else {
+            crate::query::PreWalk::default()
+        };
+        stats.add_pre_walk(&pre);
+        let pre = &pre;
         let lists = &lists;
         let by_ranks = &by_ranks;
         let freq = &freq;
@@ -242,7 +256,7 @@ pub fn join_pairs(
                             continue;
                         };
                         if per_segment {
-                            if matcher.choose_segment_probes(x, scratch, sp)? {
+                            if matcher.choose_segment_probes_with(x, pre.prefix(i), scratch, sp)? {
                                 out.extend(sp.probes.iter().map(|&(key, segs)| ProbeRecord {
                                     key,
                                     doc: a,

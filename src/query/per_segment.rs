@@ -59,6 +59,13 @@ pub struct SegmentProbes {
     pub filter_checks: u64,
     /// Documents chosen per segment (the others got one set for all segments).
     pub docs_per_segment: u64,
+    /// Of `filter_checks`: (key, old segment) checks of the chunked walk past a document's
+    /// pre-walked prefix ([`PreWalk`]), or of a document without one.
+    pub filter_checks_fallback: u64,
+    /// Keys the documents' walks took from their pre-walked prefix's answers.
+    pub walk_keys_sorted: u64,
+    /// Documents whose walk went past their pre-walked prefix (or had none).
+    pub walk_fallback_docs: u64,
 }
 
 impl SegmentProbes {
@@ -69,6 +76,9 @@ impl SegmentProbes {
             docs_no_old: std::mem::take(&mut self.docs_no_old),
             filter_checks: std::mem::take(&mut self.filter_checks),
             docs_per_segment: std::mem::take(&mut self.docs_per_segment),
+            filter_checks_fallback: std::mem::take(&mut self.filter_checks_fallback),
+            walk_keys_sorted: std::mem::take(&mut self.walk_keys_sorted),
+            walk_fallback_docs: std::mem::take(&mut self.walk_fallback_docs),
             ..Default::default()
         }
     }
@@ -102,6 +112,21 @@ impl<'v> Matcher<'v> {
     pub fn choose_segment_probes(
         &self,
         x: &[u64],
+        scratch: &mut Scratch,
+        sp: &mut SegmentProbes,
+    ) -> Result<bool> {
+        self.choose_segment_probes_with(x, &[], scratch, sp)
+    }
+
+    /// [`Matcher::choose_segment_probes`] with the old groups' answers for a prefix of `x`
+    /// already known: `pre[t]` holds the group bits (bit `min(j, 30)` for the j-th old
+    /// segment) of the groups that may hold `x[t]`, as [`Matcher::pre_walk`] computes them.
+    /// The walk reads those answers for `x[..pre.len()]` and asks the filters (chunked) only
+    /// past it: the same walk, so the same probes.
+    pub fn choose_segment_probes_with(
+        &self,
+        x: &[u64],
+        pre: &[u32],
         scratch: &mut Scratch,
         sp: &mut SegmentProbes,
     ) -> Result<bool> {
@@ -157,31 +182,45 @@ impl<'v> Matcher<'v> {
         // (a group closed within the chunk ignores the rest of it). A chunk is as long as the
         // fewest keys any open group still needs before it can close (so no group's answers
         // are wasted), at least `WALK_CHUNK_MIN`.
+        // The pre-walked prefix (its answers for every group) comes first, as one chunk.
+        let pre = &pre[..pre.len().min(n)];
         let mut pos = 0;
         while pos < n && open != 0 {
-            let mut need = usize::MAX;
-            let mut o = open;
-            while o != 0 {
-                let g = o.trailing_zeros() as usize;
-                o &= o - 1;
-                need = need.min(probes - absent[g]);
-            }
-            let keys = &x[pos..(pos + need.max(WALK_CHUNK_MIN)).min(n)];
-            sp.chunk_bits.clear();
-            sp.chunk_bits.resize(keys.len(), 0);
-            for (j, &i) in self.absent_in.iter().enumerate() {
-                let g = 1u32 << j.min(GROUPS - 1);
-                if open & g == 0 {
-                    continue;
+            let keys = if pos < pre.len() {
+                sp.chunk_bits.clear();
+                sp.chunk_bits.extend_from_slice(&pre[pos..]);
+                &x[pos..pre.len()]
+            } else {
+                if pos == pre.len() {
+                    sp.walk_fallback_docs += 1;
                 }
-                checks += keys.len() as u64;
-                segs[i].seg.postings_may_hold_many(keys, &mut sp.hold);
-                for (b, &h) in sp.chunk_bits.iter_mut().zip(&sp.hold) {
-                    if h {
-                        *b |= g;
+                let mut need = usize::MAX;
+                let mut o = open;
+                while o != 0 {
+                    let g = o.trailing_zeros() as usize;
+                    o &= o - 1;
+                    need = need.min(probes - absent[g]);
+                }
+                let keys = &x[pos..(pos + need.max(WALK_CHUNK_MIN)).min(n)];
+                sp.chunk_bits.clear();
+                sp.chunk_bits.resize(keys.len(), 0);
+                for (j, &i) in self.absent_in.iter().enumerate() {
+                    let g = 1u32 << j.min(GROUPS - 1);
+                    if open & g == 0 {
+                        continue;
+                    }
+                    checks += keys.len() as u64;
+                    segs[i].seg.postings_may_hold_many(keys, &mut sp.hold);
+                    for (b, &h) in sp.chunk_bits.iter_mut().zip(&sp.hold) {
+                        if h {
+                            *b |= g;
+                        }
                     }
                 }
-            }
+                keys
+            };
+            let from_pre = pos < pre.len();
+            let walked_before = sp.walked.len();
             for (t, &k) in keys.iter().enumerate() {
                 let present = sp.chunk_bits[t] & open;
                 let mut still = open & !present;
@@ -198,9 +237,13 @@ impl<'v> Matcher<'v> {
                     break;
                 }
             }
+            if from_pre {
+                sp.walk_keys_sorted += (sp.walked.len() - walked_before) as u64;
+            }
             pos += keys.len();
         }
         sp.filter_checks += checks;
+        sp.filter_checks_fallback += checks;
         if open == 0 {
             sp.docs_no_old += 1;
         }
@@ -243,5 +286,163 @@ impl<'v> Matcher<'v> {
         }
         sp.probes.truncate(out);
         Ok(true)
+    }
+}
+
+/// Environment variable: the keys past `p` a document's pre-walked prefix holds
+/// ([`Matcher::walk_prefix`]; default [`walk_slack`]); `0` and up. For measurements.
+pub const WALK_SLACK_ENV: &str = "NDD_WALK_SLACK";
+
+/// Keys past `p = |x| - m + 1` the pre-pass answers for a document: the walk goes on past
+/// `p` while some old group still finds keys it may hold (shared boilerplate, filter false
+/// positives).
+fn walk_slack(p: usize) -> usize {
+    static ENV: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let env = *ENV.get_or_init(|| {
+        std::env::var(WALK_SLACK_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+    });
+    env.unwrap_or(p / 4 + 16)
+}
+
+/// The old groups' key-filter answers for a prefix of each document of a window, found by
+/// [`Matcher::pre_walk`]: one forward walk per old segment over the window's sorted keys.
+#[derive(Default)]
+pub struct PreWalk {
+    /// Document `i`'s prefix answers are `bits[offsets[i]..offsets[i + 1]]`.
+    offsets: Vec<usize>,
+    /// Per prefix key: the bits of the old groups that may hold it (as the walk's chunks).
+    bits: Vec<u32>,
+    /// Prefix keys gathered (documents' walk prefixes, with repeats).
+    pub keys: u64,
+    /// Distinct keys among them: each asked once of every old segment.
+    pub distinct: u64,
+    /// (distinct key, old segment) key-filter checks of the sorted walks.
+    pub checks: u64,
+    /// Peak bytes the pre-pass held: (key, position) entries, distinct keys and their bits,
+    /// the prefixes' bits.
+    pub bytes: u64,
+}
+
+impl PreWalk {
+    /// The group bits of document `i`'s prefix (empty when it has none).
+    pub fn prefix(&self, i: usize) -> &[u32] {
+        match (self.offsets.get(i), self.offsets.get(i + 1)) {
+            (Some(&a), Some(&b)) => &self.bits[a..b],
+            _ => &[],
+        }
+    }
+}
+
+impl<'v> Matcher<'v> {
+    /// The keys of a feature list of `n` keys that [`Matcher::pre_walk`] answers ahead: the
+    /// first `min(n, p + slack)` when [`Matcher::choose_segment_probes`] walks old groups
+    /// for it, else 0.
+    pub fn walk_prefix(&self, n: usize) -> usize {
+        if !self.per_segment() || n == 0 {
+            return 0;
+        }
+        let need = self.sample.min_overlap(self.threshold, n).max(1);
+        if need > n || need == 1 {
+            return 0;
+        }
+        let p = n - need + 1;
+        n.min(p + walk_slack(p))
+    }
+
+    /// The old groups' answers for the walk prefix ([`Matcher::walk_prefix`]) of each
+    /// document of a window (`docs[i]`: its sorted feature list, `None`: no walk), asked in
+    /// key order: the prefixes' (key, position) entries sorted by key (both cores), each
+    /// distinct key answered once per old segment by [`Segment::postings_may_hold_sorted`]
+    /// (the segment's block index and filters read once, forward), the answers scattered
+    /// back to the positions. The documents go in runs of at most `max_keys` prefix keys
+    /// (at least one document a run; 28 bytes a key while a run is sorted and walked, plus
+    /// 4 bytes a prefix key kept for the walk). Same answers as the walk's chunks, so the
+    /// same probes.
+    ///
+    /// [`Segment::postings_may_hold_sorted`]: crate::segment::Segment::postings_may_hold_sorted
+    pub fn pre_walk(&self, docs: &[Option<&[u64]>], max_keys: usize) -> PreWalk {
+        use rayon::prelude::*;
+        let mut w = PreWalk::default();
+        w.offsets.reserve(docs.len() + 1);
+        w.offsets.push(0);
+        let mut total = 0usize;
+        for x in docs {
+            total += x.map_or(0, |x| self.walk_prefix(x.len()));
+            w.offsets.push(total);
+        }
+        if total == 0 || total > u32::MAX as usize {
+            w.offsets.clear();
+            return w;
+        }
+        w.bits = vec![0u32; total];
+        let segs = &self.view.segments;
+        let mut entries: Vec<(u64, u32)> = Vec::new();
+        let mut keys: Vec<u64> = Vec::new();
+        let mut kbits: Vec<u32> = Vec::new();
+        let mut run_bytes = 0usize;
+        let mut lo = 0;
+        while lo < docs.len() {
+            let mut hi = lo + 1;
+            while hi < docs.len() && w.offsets[hi + 1] - w.offsets[lo] <= max_keys {
+                hi += 1;
+            }
+            entries.clear();
+            for (i, x) in docs.iter().enumerate().take(hi).skip(lo) {
+                let (a, b) = (w.offsets[i], w.offsets[i + 1]);
+                if let Some(x) = x.filter(|_| b > a) {
+                    let prefix = x[..b - a].iter().enumerate();
+                    entries.extend(prefix.map(|(t, &k)| (k, (a + t) as u32)));
+                }
+            }
+            lo = hi;
+            if entries.is_empty() {
+                continue;
+            }
+            entries.par_sort_unstable();
+            keys.clear();
+            for &(k, _) in &entries {
+                if keys.last() != Some(&k) {
+                    keys.push(k);
+                }
+            }
+            kbits.clear();
+            kbits.resize(keys.len(), 0);
+            let chunk = (keys.len())
+                .div_ceil(4 * rayon::current_num_threads())
+                .max(4096);
+            (kbits.par_chunks_mut(chunk))
+                .zip(keys.par_chunks(chunk))
+                .for_each_init(Vec::new, |hold, (b, k)| {
+                    for (j, &i) in self.absent_in.iter().enumerate() {
+                        let g = 1u32 << j.min(GROUPS - 1);
+                        segs[i].seg.postings_may_hold_sorted(k, hold);
+                        for (bb, &h) in b.iter_mut().zip(hold.iter()) {
+                            if h {
+                                *bb |= g;
+                            }
+                        }
+                    }
+                });
+            let mut d = 0usize;
+            for (e, &(k, pos)) in entries.iter().enumerate() {
+                if e > 0 && entries[e - 1].0 != k {
+                    d += 1;
+                }
+                w.bits[pos as usize] = kbits[d];
+            }
+            w.distinct += keys.len() as u64;
+            run_bytes = run_bytes.max(
+                entries.capacity() * std::mem::size_of::<(u64, u32)>()
+                    + keys.capacity() * 8
+                    + kbits.capacity() * 4
+                    + chunk.min(keys.len()) * rayon::current_num_threads(), // `hold`s
+            );
+        }
+        w.keys = total as u64;
+        w.checks = w.distinct * self.absent_in.len() as u64;
+        w.bytes = (run_bytes + w.bits.capacity() * 4 + w.offsets.capacity() * 8) as u64;
+        w
     }
 }
