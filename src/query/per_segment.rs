@@ -306,30 +306,36 @@ fn walk_slack(p: usize) -> usize {
     env.unwrap_or(p / 4 + 16)
 }
 
-/// The old groups' key-filter answers for a prefix of each document of a window, found by
-/// [`Matcher::pre_walk`]: one forward walk per old segment over the window's sorted keys.
+/// The old groups' key-filter answers for the keys each document of a window walks, found by
+/// [`Matcher::pre_walk`]: forward walks per old segment over the window's sorted keys.
 #[derive(Default)]
 pub struct PreWalk {
-    /// Document `i`'s prefix answers are `bits[offsets[i]..offsets[i + 1]]`.
+    /// Document `i`'s answers are `bits[offsets[i]..offsets[i] + filled[i]]` (room for its
+    /// whole list from `offsets[i]`).
     offsets: Vec<usize>,
-    /// Per prefix key: the bits of the old groups that may hold it (as the walk's chunks).
+    filled: Vec<u32>,
+    /// Per walked key: the bits of the old groups that may hold it (as the walk's chunks;
+    /// past the prefix, only the groups still open there are asked, the others read 0).
     bits: Vec<u32>,
-    /// Prefix keys gathered (documents' walk prefixes, with repeats).
+    /// Keys gathered (documents' walk prefixes and continuations, with repeats).
     pub keys: u64,
-    /// Distinct keys among them: each asked once of every old segment.
+    /// Of `keys`: the continuations past the prefix of documents whose walk goes on.
+    pub continued: u64,
+    /// Distinct keys per run, summed.
     pub distinct: u64,
     /// (distinct key, old segment) key-filter checks of the sorted walks.
     pub checks: u64,
-    /// Peak bytes the pre-pass held: (key, position) entries, distinct keys and their bits,
-    /// the prefixes' bits.
+    /// Peak bytes the pre-pass held: (key, position, groups) entries, distinct keys and
+    /// their bits, the answers.
     pub bytes: u64,
 }
 
 impl PreWalk {
-    /// The group bits of document `i`'s prefix (empty when it has none).
+    /// The group bits of the keys `x[..len]` of document `i` the pre-pass answered (empty
+    /// when none).
     pub fn prefix(&self, i: usize) -> &[u32] {
-        match (self.offsets.get(i), self.offsets.get(i + 1)) {
-            (Some(&a), Some(&b)) => &self.bits[a..b],
+        match (self.offsets.get(i), self.filled.get(i)) {
+            (Some(&a), Some(&l)) => &self.bits[a..a + l as usize],
             _ => &[],
         }
     }
@@ -351,60 +357,138 @@ impl<'v> Matcher<'v> {
         n.min(p + walk_slack(p))
     }
 
-    /// The old groups' answers for the walk prefix ([`Matcher::walk_prefix`]) of each
-    /// document of a window (`docs[i]`: its sorted feature list, `None`: no walk), asked in
-    /// key order: the prefixes' (key, position) entries sorted by key (both cores), each
-    /// distinct key answered once per old segment by [`Segment::postings_may_hold_sorted`]
-    /// (the segment's block index and filters read once, forward), the answers scattered
-    /// back to the positions. The documents go in runs of at most `max_keys` prefix keys
-    /// (at least one document a run; 28 bytes a key while a run is sorted and walked, plus
-    /// 4 bytes a prefix key kept for the walk). Same answers as the walk's chunks, so the
-    /// same probes.
+    /// The old groups still open after the walk of a list of `n` keys went through the
+    /// answers `pre` (as [`Matcher::choose_segment_probes_with`] walks; `n` has a walk).
+    fn open_after(&self, n: usize, pre: &[u32]) -> u32 {
+        let need = self.sample.min_overlap(self.threshold, n).max(1);
+        let probes = n - need + 1;
+        let groups = self.absent_in.len().min(GROUPS);
+        let mut open: u32 = (1u32 << groups) - 1;
+        let mut absent = [0usize; GROUPS];
+        for &b in pre {
+            let mut still = open & !b;
+            while still != 0 {
+                let g = still.trailing_zeros() as usize;
+                still &= still - 1;
+                absent[g] += 1;
+                if absent[g] == probes {
+                    open &= !(1 << g);
+                }
+            }
+            if open == 0 {
+                break;
+            }
+        }
+        open
+    }
+
+    /// The old groups' answers for the keys each document of a window walks (`docs[i]`: its
+    /// sorted feature list, `None`: no walk), asked in key order, in two rounds: first the
+    /// walk prefix of every document ([`Matcher::walk_prefix`]) of every old segment; then,
+    /// for the documents whose walk goes on past it (an old group still open: a relative
+    /// there, or more present keys than the slack), the rest of the list of the groups still
+    /// open. A round sorts (key, position, groups) entries by key (both cores), answers each
+    /// distinct key once per old segment that some entry asks by
+    /// [`Segment::postings_may_hold_sorted`] (the segment's block index and filters read
+    /// once, forward), and scatters the answers back to the positions. The documents go in
+    /// runs of at most `max_keys` keys (at least one document a run; 28 bytes a key while a
+    /// run is sorted and walked), beside 4 bytes per key of the lists for the answers. Same
+    /// answers as the walk's chunks, so the same probes.
     ///
     /// [`Segment::postings_may_hold_sorted`]: crate::segment::Segment::postings_may_hold_sorted
     pub fn pre_walk(&self, docs: &[Option<&[u64]>], max_keys: usize) -> PreWalk {
-        use rayon::prelude::*;
         let mut w = PreWalk::default();
         w.offsets.reserve(docs.len() + 1);
-        w.offsets.push(0);
         let mut total = 0usize;
-        for x in docs {
-            total += x.map_or(0, |x| self.walk_prefix(x.len()));
+        let mut spans: Vec<(usize, usize, usize, u32)> = Vec::new();
+        let groups = self.absent_in.len().min(GROUPS);
+        let all: u32 = (1u32 << groups) - 1;
+        for (i, x) in docs.iter().enumerate() {
             w.offsets.push(total);
+            let l = x.map_or(0, |x| self.walk_prefix(x.len()));
+            w.filled.push(l as u32);
+            if l > 0 {
+                spans.push((i, 0, l, all));
+                total += x.map_or(0, |x| x.len());
+            }
         }
         if total == 0 || total > u32::MAX as usize {
             w.offsets.clear();
+            w.filled.clear();
             return w;
         }
         w.bits = vec![0u32; total];
+        let mut run_bytes = 0;
+        self.walk_spans(docs, &spans, max_keys, &mut w, &mut run_bytes);
+        // Round 2: the walks that go on past their prefix, for the groups still open.
+        spans.clear();
+        for (i, x) in docs.iter().enumerate() {
+            let (Some(x), l) = (x, w.filled[i] as usize) else {
+                continue;
+            };
+            if l == 0 || l == x.len() {
+                continue;
+            }
+            let open = self.open_after(x.len(), &w.bits[w.offsets[i]..w.offsets[i] + l]);
+            if open != 0 {
+                spans.push((i, l, x.len(), open));
+                w.filled[i] = x.len() as u32;
+                w.continued += (x.len() - l) as u64;
+            }
+        }
+        self.walk_spans(docs, &spans, max_keys, &mut w, &mut run_bytes);
+        w.bytes = (run_bytes
+            + w.bits.capacity() * 4
+            + w.offsets.capacity() * 8
+            + w.filled.capacity() * 4) as u64;
+        w
+    }
+
+    /// One round of [`Matcher::pre_walk`]: for each span `(doc, from, to, groups)`, the
+    /// answers of `groups` for `docs[doc][from..to]` into `w.bits` (`w.offsets[doc] + t`
+    /// for key `t`).
+    fn walk_spans(
+        &self,
+        docs: &[Option<&[u64]>],
+        spans: &[(usize, usize, usize, u32)],
+        max_keys: usize,
+        w: &mut PreWalk,
+        run_bytes: &mut usize,
+    ) {
+        use rayon::prelude::*;
         let segs = &self.view.segments;
-        let mut entries: Vec<(u64, u32)> = Vec::new();
+        let mut entries: Vec<(u64, u32, u32)> = Vec::new();
         let mut keys: Vec<u64> = Vec::new();
+        let mut need: Vec<u32> = Vec::new();
         let mut kbits: Vec<u32> = Vec::new();
-        let mut run_bytes = 0usize;
         let mut lo = 0;
-        while lo < docs.len() {
+        while lo < spans.len() {
+            let mut len = spans[lo].2 - spans[lo].1;
             let mut hi = lo + 1;
-            while hi < docs.len() && w.offsets[hi + 1] - w.offsets[lo] <= max_keys {
+            while hi < spans.len() && len + spans[hi].2 - spans[hi].1 <= max_keys {
+                len += spans[hi].2 - spans[hi].1;
                 hi += 1;
             }
             entries.clear();
-            for (i, x) in docs.iter().enumerate().take(hi).skip(lo) {
-                let (a, b) = (w.offsets[i], w.offsets[i + 1]);
-                if let Some(x) = x.filter(|_| b > a) {
-                    let prefix = x[..b - a].iter().enumerate();
-                    entries.extend(prefix.map(|(t, &k)| (k, (a + t) as u32)));
-                }
+            for &(i, from, to, groups) in &spans[lo..hi] {
+                let Some(x) = docs[i] else { continue };
+                let at = w.offsets[i];
+                let keys = x[from..to].iter().enumerate();
+                entries.extend(keys.map(|(t, &k)| (k, (at + from + t) as u32, groups)));
             }
             lo = hi;
             if entries.is_empty() {
                 continue;
             }
-            entries.par_sort_unstable();
+            entries.par_sort_unstable_by_key(|e| e.0);
             keys.clear();
-            for &(k, _) in &entries {
-                if keys.last() != Some(&k) {
+            need.clear();
+            for &(k, _, g) in &entries {
+                if keys.last() == Some(&k) {
+                    *need.last_mut().unwrap_or(&mut 0) |= g;
+                } else {
                     keys.push(k);
+                    need.push(g);
                 }
             }
             kbits.clear();
@@ -412,37 +496,65 @@ impl<'v> Matcher<'v> {
             let chunk = (keys.len())
                 .div_ceil(4 * rayon::current_num_threads())
                 .max(4096);
-            (kbits.par_chunks_mut(chunk))
+            let checks: u64 = (kbits.par_chunks_mut(chunk))
                 .zip(keys.par_chunks(chunk))
-                .for_each_init(Vec::new, |hold, (b, k)| {
-                    for (j, &i) in self.absent_in.iter().enumerate() {
-                        let g = 1u32 << j.min(GROUPS - 1);
-                        segs[i].seg.postings_may_hold_sorted(k, hold);
-                        for (bb, &h) in b.iter_mut().zip(hold.iter()) {
-                            if h {
-                                *bb |= g;
+                .zip(need.par_chunks(chunk))
+                .map_init(
+                    || (Vec::new(), Vec::new(), Vec::new()),
+                    |(hold, sub, at), ((b, k), nd)| {
+                        let mut checks = 0u64;
+                        for (j, &i) in self.absent_in.iter().enumerate() {
+                            let g = 1u32 << j.min(GROUPS - 1);
+                            if nd.iter().all(|&m| m & g != 0) {
+                                segs[i].seg.postings_may_hold_sorted(k, hold);
+                                checks += k.len() as u64;
+                                for (bb, &h) in b.iter_mut().zip(hold.iter()) {
+                                    if h {
+                                        *bb |= g;
+                                    }
+                                }
+                                continue;
+                            }
+                            sub.clear();
+                            at.clear();
+                            for (t, (&key, &m)) in k.iter().zip(nd).enumerate() {
+                                if m & g != 0 {
+                                    sub.push(key);
+                                    at.push(t as u32);
+                                }
+                            }
+                            if sub.is_empty() {
+                                continue;
+                            }
+                            segs[i].seg.postings_may_hold_sorted(sub, hold);
+                            checks += sub.len() as u64;
+                            for (&t, &h) in at.iter().zip(hold.iter()) {
+                                if h {
+                                    b[t as usize] |= g;
+                                }
                             }
                         }
-                    }
-                });
+                        checks
+                    },
+                )
+                .sum();
             let mut d = 0usize;
-            for (e, &(k, pos)) in entries.iter().enumerate() {
+            for (e, &(k, pos, _)) in entries.iter().enumerate() {
                 if e > 0 && entries[e - 1].0 != k {
                     d += 1;
                 }
                 w.bits[pos as usize] = kbits[d];
             }
+            w.keys += entries.len() as u64;
             w.distinct += keys.len() as u64;
-            run_bytes = run_bytes.max(
-                entries.capacity() * std::mem::size_of::<(u64, u32)>()
+            w.checks += checks;
+            *run_bytes = (*run_bytes).max(
+                entries.capacity() * std::mem::size_of::<(u64, u32, u32)>()
                     + keys.capacity() * 8
+                    + need.capacity() * 4
                     + kbits.capacity() * 4
-                    + chunk.min(keys.len()) * rayon::current_num_threads(), // `hold`s
+                    + chunk.min(keys.len()) * 13 * rayon::current_num_threads(), // hold, sub, at
             );
         }
-        w.keys = total as u64;
-        w.checks = w.distinct * self.absent_in.len() as u64;
-        w.bytes = (run_bytes + w.bits.capacity() * 4 + w.offsets.capacity() * 8) as u64;
-        w
     }
 }

@@ -464,35 +464,71 @@ impl Segment {
             let v = self.block_filter(slots, bi)?;
             super::filter::KeyFilter::decode(v).ok().flatten()
         };
-        let last = &t.last_keys[..];
-        let mut bi = 0usize;
-        let mut cur = filter_at(0);
+        use super::filter::KeyFilter;
+        use super::prefetch;
         out.reserve(keys.len());
-        for &k in keys {
-            if last[bi] < k {
-                // Gallop forward: last[lo] < k; find the first block whose last key >= k.
-                let mut lo = bi;
-                let mut step = 1usize;
-                let hi = loop {
-                    let hi = lo + step;
-                    if hi >= n {
-                        break n;
-                    }
-                    if last[hi] >= k {
-                        break hi;
-                    }
-                    lo = hi;
-                    step *= 2;
-                };
-                bi = lo + 1 + last[lo + 1..hi].partition_point(|&l| l < k);
-                if bi == n {
-                    // Every remaining key is beyond the last block.
-                    out.resize(keys.len(), false);
-                    return;
+        let last = &t.last_keys[..];
+        // The keys go in groups of `G`, each through steps whose loads the previous step
+        // asked the CPU for: 1. the block (cursor forward), its index entry and filter slot;
+        // 2. the filter's header (once per block run); 3. the fingerprint bytes; 4. answers.
+        const G: usize = 32;
+        let mut bis = [0usize; G];
+        let mut fs: [Option<KeyFilter<'_>>; G] = [None; G];
+        let mut bi = 0usize;
+        for chunk in keys.chunks(G) {
+            for (j, &k) in chunk.iter().enumerate() {
+                if bi < n && last[bi] < k {
+                    // Gallop: last[lo] < k; the first block whose last key >= k (or n).
+                    let mut lo = bi;
+                    let mut step = 1usize;
+                    let hi = loop {
+                        let hi = lo + step;
+                        if hi >= n {
+                            break n;
+                        }
+                        if last[hi] >= k {
+                            break hi;
+                        }
+                        lo = hi;
+                        step *= 2;
+                    };
+                    bi = lo + 1 + last[lo + 1..hi].partition_point(|&l| l < k);
                 }
-                cur = filter_at(bi);
+                bis[j] = bi;
+                if bi < n && (j == 0 || bis[j - 1] != bi) {
+                    prefetch(&t.blocks[bi]);
+                    if let Some(s) = slots.and_then(|s| s.get(bi)) {
+                        prefetch(s);
+                    }
+                }
             }
-            out.push(t.blocks[bi].first_key <= k && cur.as_ref().is_none_or(|f| f.may_contain(k)));
+            for j in 0..chunk.len() {
+                if bis[j] < n && (j == 0 || bis[j - 1] != bis[j]) {
+                    if let Some(x) = self.block_filter(slots, bis[j]).and_then(|v| v.first()) {
+                        prefetch(x);
+                    }
+                }
+            }
+            for (j, &k) in chunk.iter().enumerate() {
+                fs[j] = if bis[j] >= n {
+                    None
+                } else if j > 0 && bis[j - 1] == bis[j] {
+                    fs[j - 1]
+                } else {
+                    filter_at(bis[j])
+                };
+                if let Some(f) = &fs[j] {
+                    f.prefetch(k);
+                }
+            }
+            for (j, &k) in chunk.iter().enumerate() {
+                let b = bis[j];
+                out.push(
+                    b < n
+                        && t.blocks[b].first_key <= k
+                        && fs[j].as_ref().is_none_or(|f| f.may_contain(k)),
+                );
+            }
         }
     }
 
