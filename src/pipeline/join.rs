@@ -169,6 +169,15 @@ pub fn join_pairs(
     let plain = !per_segment && matcher.plain_choice();
     let freq = plain.then(|| crate::query::FrequentRanks::new(view));
     let max_listed = verify_lists(sort.mem_bytes);
+    // Per-segment probes: the window's lists (16 bytes an entry: stored list and hashes)
+    // share the window's budget (20 bytes an entry of `max_listed`) with the pre-pass of the
+    // filter walk (`Matcher::pre_walk`: 4 bytes a listed entry for the answers, 32 bytes a
+    // key of a run of at most `max_listed / 8`): four fifths of the entries a window.
+    let window = if per_segment {
+        max_listed * 4 / 5
+    } else {
+        max_listed
+    };
     let end = docs.end.min(view.doc_ids());
     let mut lo = docs.start;
     while lo < end {
@@ -177,7 +186,7 @@ pub fn join_pairs(
         // located and checked once for all the ranks in it, not once per rank.
         let mut hi = lo;
         let mut listed = 0u64;
-        while hi < end && (hi == lo || listed + view.size(hi) as u64 <= max_listed) {
+        while hi < end && (hi == lo || listed + view.size(hi) as u64 <= window) {
             listed += view.size(hi) as u64;
             hi += 1;
         }
@@ -208,14 +217,12 @@ pub fn join_pairs(
             }
         }
         // Per-segment probes: the old segments' filter answers for each prober's walk
-        // prefix, asked in key order (one forward walk per segment for a run of probers);
-        // a run sorts at most a quarter of the window's list entries (28 bytes a key: 7
-        // bytes a listed entry, beside the lists' 20).
+        // prefix, asked in key order (one forward walk per segment for a run of probers).
         let pre = if per_segment {
             let xs: Vec<Option<&[u64]>> = (0..lists.len())
                 .map(|i| lists.segment(i).and_then(|_| lists.hashes(i)))
                 .collect();
-            matcher.pre_walk(&xs, (max_listed / 4) as usize)
+            matcher.pre_walk(&xs, (max_listed / 8) as usize)
         } else {
             crate::query::PreWalk::default()
         };

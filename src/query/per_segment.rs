@@ -391,8 +391,9 @@ impl<'v> Matcher<'v> {
     /// distinct key once per old segment that some entry asks by
     /// [`Segment::postings_may_hold_sorted`] (the segment's block index and filters read
     /// once, forward), and scatters the answers back to the positions. The documents go in
-    /// runs of at most `max_keys` keys (at least one document a run; 28 bytes a key while a
-    /// run is sorted and walked), beside 4 bytes per key of the lists for the answers. Same
+    /// runs of at most `max_keys` keys (at least one document a run; 32 bytes a key while a
+    /// run is sorted and walked: entry, distinct key, its groups and answers), beside 4 bytes
+    /// per key of the lists for the answers. Same
     /// answers as the walk's chunks, so the same probes.
     ///
     /// [`Segment::postings_may_hold_sorted`]: crate::segment::Segment::postings_may_hold_sorted
@@ -470,6 +471,7 @@ impl<'v> Matcher<'v> {
                 hi += 1;
             }
             entries.clear();
+            entries.reserve_exact(len);
             for &(i, from, to, groups) in &spans[lo..hi] {
                 let Some(x) = docs[i] else { continue };
                 let at = w.offsets[i];
@@ -483,6 +485,8 @@ impl<'v> Matcher<'v> {
             entries.par_sort_unstable_by_key(|e| e.0);
             keys.clear();
             need.clear();
+            keys.reserve_exact(entries.len());
+            need.reserve_exact(entries.len());
             for &(k, _, g) in &entries {
                 if keys.last() == Some(&k) {
                     *need.last_mut().unwrap_or(&mut 0) |= g;
