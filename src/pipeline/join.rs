@@ -8,7 +8,9 @@
 //! 1. **Probe records.** Each probing document `a` chooses its probe keys per segment
 //!    ([`Matcher::choose_segment_probes`], `src/query/per_segment.rs`: `|A| - m + 1` keys per
 //!    segment, the ones an old segment rules out first, so a page whose relatives live in one
-//!    old segment looks keys up only there) and emits `(key, a, segments)` records
+//!    old segment looks keys up only there; the old segments' key filters answer a window's
+//!    walked keys in key order beforehand, [`crate::query::Matcher::pre_walk`]) and emits
+//!    `(key, a, segments)` records
 //!    ([`ProbeRecord`]); an external sort orders them by key. A batch matched against the
 //!    whole index at once (`older_than` 0), a commonality limit or adaptive sampling keep one
 //!    probe set for all segments (every bit set). Under the plain choice (no commonality
