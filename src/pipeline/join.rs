@@ -8,7 +8,9 @@
 //! 1. **Probe records.** Each probing document `a` chooses its probe keys per segment
 //!    ([`Matcher::choose_segment_probes`], `src/query/per_segment.rs`: `|A| - m + 1` keys per
 //!    segment, the ones an old segment rules out first, so a page whose relatives live in one
-//!    old segment looks keys up only there) and emits `(key, a, segments)` records
+//!    old segment looks keys up only there; the old segments' key filters answer a window's
+//!    walked keys in key order beforehand, [`crate::query::Matcher::pre_walk`]) and emits
+//!    `(key, a, segments)` records
 //!    ([`ProbeRecord`]); an external sort orders them by key. A batch matched against the
 //!    whole index at once (`older_than` 0), a commonality limit or adaptive sampling keep one
 //!    probe set for all segments (every bit set). Under the plain choice (no commonality
@@ -169,6 +171,15 @@ pub fn join_pairs(
     let plain = !per_segment && matcher.plain_choice();
     let freq = plain.then(|| crate::query::FrequentRanks::new(view));
     let max_listed = verify_lists(sort.mem_bytes);
+    // Per-segment probes: the window's lists (16 bytes an entry: stored list and hashes)
+    // share the window's budget (20 bytes an entry of `max_listed`) with the pre-pass of the
+    // filter walk (`Matcher::pre_walk`: 4 bytes a listed entry for the answers, 32 bytes a
+    // key of a run of at most `max_listed / 8`): four fifths of the entries a window.
+    let window = if per_segment {
+        max_listed * 4 / 5
+    } else {
+        max_listed
+    };
     let end = docs.end.min(view.doc_ids());
     let mut lo = docs.start;
     while lo < end {
@@ -177,7 +188,7 @@ pub fn join_pairs(
         // located and checked once for all the ranks in it, not once per rank.
         let mut hi = lo;
         let mut listed = 0u64;
-        while hi < end && (hi == lo || listed + view.size(hi) as u64 <= max_listed) {
+        while hi < end && (hi == lo || listed + view.size(hi) as u64 <= window) {
             listed += view.size(hi) as u64;
             hi += 1;
         }
@@ -207,6 +218,18 @@ pub fn join_pairs(
                 freq.segment(si)?;
             }
         }
+        // Per-segment probes: the old segments' filter answers for each prober's walk
+        // prefix, asked in key order (one forward walk per segment for a run of probers).
+        let pre = if per_segment {
+            let xs: Vec<Option<&[u64]>> = (0..lists.len())
+                .map(|i| lists.segment(i).and_then(|_| lists.hashes(i)))
+                .collect();
+            matcher.pre_walk(&xs, (max_listed / 8) as usize)
+        } else {
+            crate::query::PreWalk::default()
+        };
+        stats.add_pre_walk(&pre);
+        let pre = &pre;
         let lists = &lists;
         let by_ranks = &by_ranks;
         let freq = &freq;
@@ -242,7 +265,7 @@ pub fn join_pairs(
                             continue;
                         };
                         if per_segment {
-                            if matcher.choose_segment_probes(x, scratch, sp)? {
+                            if matcher.choose_segment_probes_with(x, pre.prefix(i), scratch, sp)? {
                                 out.extend(sp.probes.iter().map(|&(key, segs)| ProbeRecord {
                                     key,
                                     doc: a,

@@ -394,20 +394,83 @@ fn walk_equals_oracle(
     lists.map_hashes_caching(view, |_| true).unwrap();
     let mut scratch = crate::query::Scratch::new(0);
     let mut sp = crate::query::SegmentProbes::default();
+    let xs: Vec<Option<&[u64]>> = (0..lists.len())
+        .map(|i| lists.segment(i).and_then(|_| lists.hashes(i)))
+        .collect();
+    // The pre-pass in one run, in runs of one document, and in runs of ~200 keys.
+    let pres = [
+        m.pre_walk(&xs, usize::MAX),
+        m.pre_walk(&xs, 0),
+        m.pre_walk(&xs, 200),
+    ];
+    for p in &pres[1..] {
+        assert_eq!(p.keys, pres[0].keys);
+        assert!(p.distinct >= pres[0].distinct);
+    }
     let mut compared = 0;
+    let mut overran = 0;
+    let mut continued = 0u64;
     for i in 0..lists.len() {
-        let Some(x) = lists.segment(i).and_then(|_| lists.hashes(i)) else {
+        let Some(x) = xs[i] else {
             continue;
         };
         let Some(want) = oracle_probes(view, cfg, &bits, x) else {
+            assert!(pres.iter().all(|p| p.prefix(i).is_empty()));
             continue;
         };
         assert!(m.choose_segment_probes(x, &mut scratch, &mut sp).unwrap());
         assert_eq!(sp.probes, want, "document {}", lists.id(i));
+        let c = sp.take_counters();
+        assert_eq!((c.walk_keys_sorted, c.walk_fallback_docs), (0, 1));
+        // With the pre-walked prefix of each run shape, and with shortened ones (documents
+        // whose walk overruns the prefix).
+        let full = pres[0].prefix(i);
+        // The walk prefix, or the whole list when the walk goes on past it.
+        assert!(full.len() == m.walk_prefix(x.len()) || full.len() == x.len());
+        assert!(!full.is_empty() && full.len() <= x.len());
+        continued += (full.len() > m.walk_prefix(x.len())) as u64;
+        // Past the prefix, a run answers the groups some document of it still walks: the
+        // bits may differ between run shapes only in groups closed for this document.
+        let others: Vec<&[u32]> = pres[1..].iter().map(|p| p.prefix(i)).collect();
+        let l = m.walk_prefix(x.len());
+        for p in &others {
+            assert_eq!(p.len(), full.len(), "document {}", lists.id(i));
+            assert_eq!(p[..l], full[..l], "document {}", lists.id(i));
+        }
+        for pre in [
+            full,
+            &full[..full.len() / 2],
+            &full[..1],
+            others[0],
+            others[1],
+        ] {
+            assert!((m.choose_segment_probes_with(x, pre, &mut scratch, &mut sp)).unwrap());
+            assert_eq!(
+                sp.probes,
+                want,
+                "document {} prefix {}",
+                lists.id(i),
+                pre.len()
+            );
+            let c = sp.take_counters();
+            assert!(c.walk_keys_sorted >= 1 && c.walk_keys_sorted <= pre.len() as u64);
+            if pre.len() == 1 {
+                overran += c.walk_fallback_docs;
+            }
+            if pre.len() == full.len() {
+                // The pre-pass answered every key the walk went through.
+                assert_eq!(c.walk_fallback_docs, 0, "document {}", lists.id(i));
+                assert_eq!(c.filter_checks_fallback, 0);
+            }
+            if c.walk_fallback_docs == 0 {
+                assert_eq!(c.filter_checks_fallback, 0);
+            }
+        }
         compared += 1;
     }
-    let c = sp.take_counters();
-    assert_eq!(c.docs_per_segment, compared as u64);
+    // Walks past a one-key prefix.
+    assert!(overran > compared as u64 / 2, "{overran} of {compared}");
+    assert_eq!(pres[0].continued > 0, continued > 0);
     compared
 }
 

@@ -69,6 +69,24 @@ pub struct PairsStats {
     pub docs_no_old: u64,
     /// Per-segment probes: probing documents whose probes were chosen per segment.
     pub docs_per_segment: u64,
+    /// Per-segment probes, of `filter_checks`: the (distinct key, old segment) checks of the
+    /// join's pre-pass, each old segment asked a window's sorted walk-prefix keys in one
+    /// forward walk ([`crate::query::Matcher::pre_walk`]).
+    pub filter_checks_sorted: u64,
+    /// Per-segment probes, of `filter_checks`: the checks of the documents' chunked walks
+    /// past their pre-walked prefix.
+    pub filter_checks_fallback: u64,
+    /// Per-segment probes: keys the documents' walks took from the pre-pass's answers.
+    pub walk_keys_sorted: u64,
+    /// Per-segment probes: documents whose walk went past their pre-walked prefix (or had
+    /// none) and asked the filters itself there.
+    pub walk_fallback_docs: u64,
+    /// Per-segment probes: walk-prefix keys the pre-pass gathered (with repeats), and the
+    /// distinct ones among them.
+    pub prewalk_keys: u64,
+    pub prewalk_distinct: u64,
+    /// Per-segment probes: the most bytes one window's pre-pass held.
+    pub prewalk_peak_bytes: u64,
     /// The planner's estimates, when `Auto` was resolved by [`plan`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<MatchPlan>,
@@ -141,6 +159,18 @@ impl PairsStats {
         self.docs_no_old += s.docs_no_old;
         self.filter_checks += s.filter_checks;
         self.docs_per_segment += s.docs_per_segment;
+        self.filter_checks_fallback += s.filter_checks_fallback;
+        self.walk_keys_sorted += s.walk_keys_sorted;
+        self.walk_fallback_docs += s.walk_fallback_docs;
+    }
+
+    /// Adds the counters of one window's pre-pass of the per-segment walk.
+    pub(crate) fn add_pre_walk(&mut self, w: &crate::query::PreWalk) {
+        self.filter_checks += w.checks;
+        self.filter_checks_sorted += w.checks;
+        self.prewalk_keys += w.keys;
+        self.prewalk_distinct += w.distinct;
+        self.prewalk_peak_bytes = self.prewalk_peak_bytes.max(w.bytes);
     }
 }
 

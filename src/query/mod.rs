@@ -4,7 +4,7 @@ mod matcher;
 mod probe_ranks;
 mod verify;
 
-pub use matcher::per_segment::{SegmentProbes, NEW_SEGMENTS};
+pub use matcher::per_segment::{PreWalk, SegmentProbes, NEW_SEGMENTS, WALK_SLACK_ENV};
 pub use matcher::{Match, Matcher, Scratch};
 pub use probe_ranks::{FrequentRanks, RankWeights};
 pub use verify::{compares_by_order, verify_candidate, DocLists, Own, VerifyCounts};

@@ -433,6 +433,105 @@ impl Segment {
         }
     }
 
+    /// [`Segment::postings_may_hold_many`] of keys in ascending order (repeats allowed): the
+    /// same answers, found by one forward walk over the block index and the key filters in
+    /// file order. The block cursor only moves forward (a gallop from the current block), and
+    /// each block's filter is decoded once per run of keys in it, so a batch's sorted keys
+    /// read each segment's block index and filters once, sequentially (cache and readahead
+    /// friendly), instead of one random search and filter per key. `keys` must ascend (debug
+    /// builds assert it): a key below the cursor's block would be answered against that block.
+    pub fn postings_may_hold_sorted(&self, keys: &[u64], out: &mut Vec<bool>) {
+        debug_assert!(keys.windows(2).all(|w| w[0] <= w[1]), "keys not ascending");
+        out.clear();
+        let Some(t) = self.table(super::POSTINGS) else {
+            out.resize(keys.len(), false);
+            return;
+        };
+        let n = t.last_keys.len();
+        if n == 0 {
+            out.resize(keys.len(), false);
+            return;
+        }
+        // No filter table (or filters off) and a damaged one alike: every key in a block's
+        // range "may" be there (as `postings_may_hold_many`).
+        let slots: Option<&[(u64, u32)]> = match self.filters.get_or_init(|| self.load_filters()) {
+            Ok(s) => s.as_deref(),
+            Err(_) => None,
+        };
+        // The filter of the cursor's block: `None` = "may" for every key in its range (no
+        // filter, an empty one, or bytes that are not a filter, as `filter::may_contain`).
+        let filter_at = |bi: usize| {
+            let v = self.block_filter(slots, bi)?;
+            super::filter::KeyFilter::decode(v).ok().flatten()
+        };
+        use super::filter::KeyFilter;
+        use super::prefetch;
+        out.reserve(keys.len());
+        let last = &t.last_keys[..];
+        // The keys go in groups of `G`, each through steps whose loads the previous step
+        // asked the CPU for: 1. the block (cursor forward), its index entry and filter slot;
+        // 2. the filter's header (once per block run); 3. the fingerprint bytes; 4. answers.
+        const G: usize = 32;
+        let mut bis = [0usize; G];
+        let mut fs: [Option<KeyFilter<'_>>; G] = [None; G];
+        let mut bi = 0usize;
+        for chunk in keys.chunks(G) {
+            for (j, &k) in chunk.iter().enumerate() {
+                if bi < n && last[bi] < k {
+                    // Gallop: last[lo] < k; the first block whose last key >= k (or n).
+                    let mut lo = bi;
+                    let mut step = 1usize;
+                    let hi = loop {
+                        let hi = lo + step;
+                        if hi >= n {
+                            break n;
+                        }
+                        if last[hi] >= k {
+                            break hi;
+                        }
+                        lo = hi;
+                        step *= 2;
+                    };
+                    bi = lo + 1 + last[lo + 1..hi].partition_point(|&l| l < k);
+                }
+                bis[j] = bi;
+                if bi < n && (j == 0 || bis[j - 1] != bi) {
+                    prefetch(&t.blocks[bi]);
+                    if let Some(s) = slots.and_then(|s| s.get(bi)) {
+                        prefetch(s);
+                    }
+                }
+            }
+            for j in 0..chunk.len() {
+                if bis[j] < n && (j == 0 || bis[j - 1] != bis[j]) {
+                    if let Some(x) = self.block_filter(slots, bis[j]).and_then(|v| v.first()) {
+                        prefetch(x);
+                    }
+                }
+            }
+            for (j, &k) in chunk.iter().enumerate() {
+                fs[j] = if bis[j] >= n {
+                    None
+                } else if j > 0 && bis[j - 1] == bis[j] {
+                    fs[j - 1]
+                } else {
+                    filter_at(bis[j])
+                };
+                if let Some(f) = &fs[j] {
+                    f.prefetch(k);
+                }
+            }
+            for (j, &k) in chunk.iter().enumerate() {
+                let b = bis[j];
+                out.push(
+                    b < n
+                        && t.blocks[b].first_key <= k
+                        && fs[j].as_ref().is_none_or(|f| f.may_contain(k)),
+                );
+            }
+        }
+    }
+
     /// [`Segment::get_postings`] of many keys, their memory accesses overlapped: the keys go
     /// through the steps of a lookup (block search; block index entry and key filter header;
     /// the filter's fingerprint bytes; the filter's answer and the block's key search; the

@@ -479,9 +479,113 @@ fn key_filter_skips_blocks_without_changing_answers() {
             assert_eq!(out, want, "{len} keys");
         }
     }
+    // The sorted walk answers the same, keys ascending with repeats.
+    let mut sorted = keys.clone();
+    sorted.extend_from_slice(&keys[..500]);
+    sorted.sort_unstable();
+    for seg in [&f, &n] {
+        seg_sorted_equals_many(seg, &sorted);
+    }
     seg_may_hold_all(&f, &postings.keys().copied().collect::<Vec<_>>());
     f.postings_may_hold_many(&absent, &mut out);
     assert_eq!(out.iter().filter(|&&h| h).count() as u64, passed);
+}
+
+/// `postings_may_hold_sorted` of the ascending `keys` (and of some sub-ranges of them) equals
+/// `postings_may_hold_many`'s answers.
+fn seg_sorted_equals_many(seg: &Segment, keys: &[u64]) {
+    assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+    let (mut want, mut got) = (Vec::new(), Vec::new());
+    let n = keys.len();
+    for (a, b) in [
+        (0, 0),
+        (0, n.min(1)),
+        (0, n),
+        (n / 3, n / 2),
+        (n / 2, n),
+        (n.saturating_sub(1), n),
+    ] {
+        seg.postings_may_hold_many(&keys[a..b], &mut want);
+        got.push(true); // stale contents must be cleared
+        seg.postings_may_hold_sorted(&keys[a..b], &mut got);
+        assert_eq!(got, want, "keys {a}..{b} of {n}");
+    }
+}
+
+/// The sorted filter walk (`postings_may_hold_sorted`) answers as the batched one
+/// (`postings_may_hold_many`) on formats 2 and 3, with and without key filters, on random
+/// keys with repeats, keys all before or all after the table, between blocks, dense runs in
+/// one block, and an empty POSTINGS table or none.
+#[test]
+fn sorted_filter_walk_equals_batched_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut postings = BTreeMap::new();
+    for i in 0..4000u64 {
+        let mut v = Vec::new();
+        encode_postings(&[i as u32, i as u32 + 3], &mut v);
+        // Keys over the middle of the u64 range, so some keys fall before and after it.
+        postings.insert((1 << 62) + (filter_test_mix(i) >> 1), v);
+    }
+    let present: Vec<u64> = postings.keys().copied().collect();
+    let (lo, hi) = (present[0], present[present.len() - 1]);
+    let mut rng = 99u64;
+    let mut next = || {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        rng
+    };
+    let mut random: Vec<u64> = (0..6000).map(|_| next()).collect();
+    random.extend(present.iter().step_by(3).copied());
+    random.extend(present.iter().step_by(7).copied()); // repeats
+    random.extend(present.iter().step_by(5).map(|k| k + 1));
+    random.extend([0, 1, lo - 1, lo, hi, hi + 1, u64::MAX, u64::MAX]);
+    random.sort_unstable();
+    let before: Vec<u64> = (0..100).map(|i| i * 1000).collect();
+    let after: Vec<u64> = (0..100).map(|i| u64::MAX - 100 + i).collect();
+    // A dense run inside one block's range, and the same key many times.
+    let dense: Vec<u64> = (present[10]..present[10] + 300).collect();
+    let same = vec![present[100]; 50];
+    for version in [2u32, 3] {
+        for filtered in [true, false] {
+            let name = format!("v{version}-{filtered}");
+            let mut w = SegmentWriter::create_version(dir.path(), &name, 512, version).unwrap();
+            if !filtered {
+                w = w.without_key_filter();
+            }
+            w.begin_table(POSTINGS).unwrap();
+            for (&k, v) in &postings {
+                w.add(k, v).unwrap();
+            }
+            w.end_table().unwrap();
+            w.finish().unwrap();
+            let seg = Segment::open(dir.path().join(&name)).unwrap();
+            assert_eq!(seg.has_key_filter(), filtered, "{name}");
+            assert!(seg.table_meta(POSTINGS).unwrap().blocks > 20, "{name}");
+            for keys in [&random, &before, &after, &dense, &same, &present, &vec![]] {
+                seg_sorted_equals_many(&seg, keys);
+            }
+            // The present keys are all "may".
+            let mut out = Vec::new();
+            seg.postings_may_hold_sorted(&present, &mut out);
+            assert!(out.iter().all(|&h| h), "{name}");
+        }
+    }
+    // No POSTINGS table at all, and an empty one: nothing may be held.
+    let other: Tables = [(FORWARD, [(5u64, vec![1u8])].into_iter().collect())]
+        .into_iter()
+        .collect();
+    write(dir.path(), "noposting", &other, 512);
+    let empty: Tables = [(POSTINGS, BTreeMap::new())].into_iter().collect();
+    write(dir.path(), "empty", &empty, 512);
+    for name in ["noposting", "empty"] {
+        let seg = Segment::open(dir.path().join(name)).unwrap();
+        seg_sorted_equals_many(&seg, &random);
+        let mut out = Vec::new();
+        seg.postings_may_hold_sorted(&random, &mut out);
+        assert_eq!(out.len(), random.len());
+        assert!(out.iter().all(|&h| !h), "{name}");
+    }
 }
 
 /// Every key of the segment may be held (no false negatives in the batched answers).
