@@ -84,6 +84,20 @@ impl SegmentProbes {
     }
 }
 
+/// One walked key: each group in `open` that does not hold it (`present`: the groups that
+/// may) counts one more absent key, and a group with `probes` absent keys closes.
+fn count_absent(open: &mut u32, absent: &mut [usize; GROUPS], present: u32, probes: usize) {
+    let mut still = *open & !present;
+    while still != 0 {
+        let g = still.trailing_zeros() as usize;
+        still &= still - 1;
+        absent[g] += 1;
+        if absent[g] == probes {
+            *open &= !(1 << g);
+        }
+    }
+}
+
 impl<'v> Matcher<'v> {
     /// Whether [`Matcher::choose_segment_probes`] chooses per segment: absent-first against
     /// old segments, no commonality limit, no adaptive sampling (else one set for all).
@@ -223,15 +237,7 @@ impl<'v> Matcher<'v> {
             let walked_before = sp.walked.len();
             for (t, &k) in keys.iter().enumerate() {
                 let present = sp.chunk_bits[t] & open;
-                let mut still = open & !present;
-                while still != 0 {
-                    let g = still.trailing_zeros() as usize;
-                    still &= still - 1;
-                    absent[g] += 1;
-                    if absent[g] == probes {
-                        open &= !(1 << g);
-                    }
-                }
+                count_absent(&mut open, &mut absent, present, probes);
                 sp.walked.push((k, present));
                 if open == 0 {
                     break;
@@ -366,15 +372,7 @@ impl<'v> Matcher<'v> {
         let mut open: u32 = (1u32 << groups) - 1;
         let mut absent = [0usize; GROUPS];
         for &b in pre {
-            let mut still = open & !b;
-            while still != 0 {
-                let g = still.trailing_zeros() as usize;
-                still &= still - 1;
-                absent[g] += 1;
-                if absent[g] == probes {
-                    open &= !(1 << g);
-                }
-            }
+            count_absent(&mut open, &mut absent, b, probes);
             if open == 0 {
                 break;
             }

@@ -398,17 +398,23 @@ fn format_2_without_filter_is_still_read() {
     assert_eq!((sk.blocks_read, sk.keys_filtered), (1, 0));
 }
 
+/// A POSTINGS table of `n` keys `key(i)`, each listing documents `i` and `i + gap`.
+fn pair_postings(n: u64, gap: u32, key: impl Fn(u64) -> u64) -> BTreeMap<u64, Vec<u8>> {
+    let mut postings = BTreeMap::new();
+    for i in 0..n {
+        let mut v = Vec::new();
+        encode_postings(&[i as u32, i as u32 + gap], &mut v);
+        postings.insert(key(i), v);
+    }
+    postings
+}
+
 /// The key filter rules out absent keys before their block is read, never a present one, and
 /// lookups through it return exactly what the unfiltered segment returns.
 #[test]
 fn key_filter_skips_blocks_without_changing_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let mut postings = BTreeMap::new();
-    for i in 0..5000u64 {
-        let mut v = Vec::new();
-        encode_postings(&[i as u32, i as u32 + 7], &mut v);
-        postings.insert(i * 1000 + 17, v);
-    }
+    let postings = pair_postings(5000, 7, |i| i * 1000 + 17);
     let tables: Tables = [(POSTINGS, postings.clone())].into_iter().collect();
     write(dir.path(), "f", &tables, 1024);
     let mut w = SegmentWriter::create_version(dir.path(), "n", 1024, 2)
@@ -519,13 +525,8 @@ fn seg_sorted_equals_many(seg: &Segment, keys: &[u64]) {
 #[test]
 fn sorted_filter_walk_equals_batched_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let mut postings = BTreeMap::new();
-    for i in 0..4000u64 {
-        let mut v = Vec::new();
-        encode_postings(&[i as u32, i as u32 + 3], &mut v);
-        // Keys over the middle of the u64 range, so some keys fall before and after it.
-        postings.insert((1 << 62) + (filter_test_mix(i) >> 1), v);
-    }
+    // Keys over the middle of the u64 range, so some keys fall before and after it.
+    let postings = pair_postings(4000, 3, |i| (1 << 62) + (filter_test_mix(i) >> 1));
     let present: Vec<u64> = postings.keys().copied().collect();
     let (lo, hi) = (present[0], present[present.len() - 1]);
     let mut rng = 99u64;
