@@ -222,9 +222,7 @@ impl Index {
                     same_site: same_site(&sites, req.sites, p.a, p.b),
                 })?;
             }
-            stats.pairs += block.len() as u64;
-            stats.blocks += 1;
-            stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+            stats.count_block(block.len());
             block.clear();
             Ok(())
         };

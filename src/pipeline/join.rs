@@ -606,17 +606,13 @@ pub fn join_pairs(
     for r in found {
         block.push(r?.to_pair());
         if block.len() == EMIT_BLOCK {
-            stats.pairs += block.len() as u64;
-            stats.blocks += 1;
-            stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+            stats.count_block(block.len());
             emit(&block)?;
             block.clear();
         }
     }
     if !block.is_empty() {
-        stats.pairs += block.len() as u64;
-        stats.blocks += 1;
-        stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+        stats.count_block(block.len());
         emit(&block)?;
     }
     Ok(stats)

@@ -203,9 +203,7 @@ pub fn for_each_pair_block(
         }
         pairs.sort_unstable_by_key(|p| (p.a, p.b));
         stats.documents += ids.len() as u64;
-        stats.pairs += pairs.len() as u64;
-        stats.blocks += 1;
-        stats.max_block_pairs = stats.max_block_pairs.max(pairs.len() as u64);
+        stats.count_block(pairs.len());
         emit(&pairs)?;
         // Size the next block so its pairs fit the buffer budget with room to spare.
         let used = (pairs.len() * std::mem::size_of::<Pair>()) as u64;

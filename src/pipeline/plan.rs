@@ -144,6 +144,14 @@ pub const BLOCK_DOCS: u32 = 4096;
 pub(crate) const MIN_BLOCK_DOCS: u32 = 64;
 
 impl PairsStats {
+    /// Counts one block of `len` pairs handed to the caller (`pairs`, `blocks`,
+    /// `max_block_pairs`).
+    pub fn count_block(&mut self, len: usize) {
+        self.pairs += len as u64;
+        self.blocks += 1;
+        self.max_block_pairs = self.max_block_pairs.max(len as u64);
+    }
+
     /// Adds the absent-first counters of one matching thread.
     pub(crate) fn add_absent_first(&mut self, s: &crate::query::Scratch) {
         self.probes_absent += s.probes_absent;

@@ -314,17 +314,13 @@ pub fn prefix_pairs(
         for p in pairs {
             block.push(p);
             if block.len() == EMIT_BLOCK {
-                stats.pairs += block.len() as u64;
-                stats.blocks += 1;
-                stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+                stats.count_block(block.len());
                 emit(&block)?;
                 block.clear();
             }
         }
     }
-    stats.pairs += block.len() as u64;
-    stats.blocks += 1;
-    stats.max_block_pairs = stats.max_block_pairs.max(block.len() as u64);
+    stats.count_block(block.len());
     emit(&block)?;
     stats.matching = Some(Matching::Prefix);
     Ok(Some(stats))
