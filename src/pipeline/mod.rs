@@ -42,6 +42,44 @@ pub(crate) fn word_pages_index(
     ix
 }
 
+/// Test fixture: an index (in `dir/idx`, shingles `shingle`, segment format `format`,
+/// sampling `sample`) of two batches (two segments) of `n` pages `b{batch}d{d:02}.html`
+/// whose words are `page(batch, doc)`.
+#[cfg(test)]
+pub(crate) fn two_batch_index(
+    dir: &std::path::Path,
+    (shingle, format, sample): (&str, u32, &str),
+    n: u32,
+    page: impl Fn(u32, u32) -> Vec<String>,
+) -> crate::index::Index {
+    let create = crate::options::CreateOptions {
+        shingle: Some(shingle.parse().unwrap()),
+        sample: Some(sample.parse().unwrap()),
+        segment_format: Some(format),
+        ..Default::default()
+    };
+    let mut ix = crate::index::Index::open_writer(dir.join("idx"), &create).unwrap();
+    for batch in 0..2u32 {
+        let docs = dir.join(format!("docs{batch}"));
+        std::fs::create_dir_all(&docs).unwrap();
+        for d in 0..n {
+            let html = format!(
+                "<html><body><p>{}</p></body></html>",
+                page(batch, d).join(" ")
+            );
+            std::fs::write(docs.join(format!("b{batch}d{d:02}.html")), html).unwrap();
+        }
+        let opts = IngestOptions {
+            mem_bytes: 16 << 20,
+            batch: Some(format!("b{batch}")),
+            ..Default::default()
+        };
+        ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
+            .unwrap();
+    }
+    ix
+}
+
 #[cfg(test)]
 mod absent_first_tests;
 #[cfg(test)]

@@ -415,39 +415,17 @@ mod tests {
         assert_eq!(s.pairs, whole.len() as u64);
     }
 
-    /// Pages in `families` families over two batches (two segments), created with segment
-    /// format `format`.
+    /// Pages in 7 families over two batches (two segments), created with segment format
+    /// `format`.
     fn two_batch_index(dir: &std::path::Path, format: u32, sample: &str) -> crate::index::Index {
-        let create = crate::options::CreateOptions {
-            shingle: Some("words:1".parse().unwrap()),
-            sample: Some(sample.parse().unwrap()),
-            segment_format: Some(format),
-            ..Default::default()
-        };
-        let mut ix = crate::index::Index::open_writer(dir.join("idx"), &create).unwrap();
-        for batch in 0..2u32 {
-            let docs = dir.join(format!("docs{batch}"));
-            std::fs::create_dir_all(&docs).unwrap();
-            for d in 0..40u32 {
-                let words: Vec<String> = (0..120u32)
-                    .map(|i| match (i + d + batch) % 9 {
-                        0 => format!("own{batch}x{d}x{i}"),
-                        _ => format!("f{}w{i}", d % 7),
-                    })
-                    .collect();
-                let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
-                let name = format!("b{batch}d{d:02}.html");
-                std::fs::write(docs.join(name), html).unwrap();
-            }
-            let opts = crate::pipeline::IngestOptions {
-                mem_bytes: 16 << 20,
-                batch: Some(format!("b{batch}")),
-                ..Default::default()
-            };
-            ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
-                .unwrap();
-        }
-        ix
+        crate::pipeline::two_batch_index(dir, ("words:1", format, sample), 40, |batch, d| {
+            (0..120u32)
+                .map(|i| match (i + d + batch) % 9 {
+                    0 => format!("own{batch}x{d}x{i}"),
+                    _ => format!("f{}w{i}", d % 7),
+                })
+                .collect()
+        })
     }
 
     /// The merge join's sorts leave the format-3 key cache what it may take of the budget:

@@ -8,36 +8,17 @@ use crate::pipeline::prefix::prefix_pairs;
 /// Pages in 7 families (and some pages of their own) over two batches (two segments),
 /// then a few deleted.
 fn index(dir: &std::path::Path, format: u32, sample: &str) -> crate::index::Index {
-    let create = crate::options::CreateOptions {
-        shingle: Some("words:2".parse().unwrap()),
-        sample: Some(sample.parse().unwrap()),
-        segment_format: Some(format),
-        ..Default::default()
-    };
-    let mut ix = crate::index::Index::open_writer(dir.join("idx"), &create).unwrap();
-    for batch in 0..2u32 {
-        let docs = dir.join(format!("docs{batch}"));
-        std::fs::create_dir_all(&docs).unwrap();
-        for d in 0..45u32 {
-            let words: Vec<String> = (0..150u32)
+    let mut ix =
+        crate::pipeline::two_batch_index(dir, ("words:2", format, sample), 45, |batch, d| {
+            (0..150u32)
                 .map(|i| match (i * (d % 5 + 1) + d + batch) % 11 {
                     0 => format!("own{batch}x{d}x{i}"),
                     1 if d % 3 == 0 => format!("common{}", i % 17),
                     _ if d % 9 == 8 => format!("solo{batch}x{d}x{i}"),
                     _ => format!("f{}w{i}", d % 7),
                 })
-                .collect();
-            let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
-            std::fs::write(docs.join(format!("b{batch}d{d:02}.html")), html).unwrap();
-        }
-        let opts = crate::pipeline::IngestOptions {
-            mem_bytes: 16 << 20,
-            batch: Some(format!("b{batch}")),
-            ..Default::default()
-        };
-        ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
-            .unwrap();
-    }
+                .collect()
+        });
     let gone = vec!["b0d03.html".to_string(), "b1d10.html".to_string()];
     ix.delete(&crate::lifecycle::DeleteSelector::Keys(gone))
         .unwrap();

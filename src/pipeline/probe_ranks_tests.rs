@@ -6,8 +6,6 @@
 use super::join::join_pairs;
 use super::{for_each_pair_block, Pair, PairsConfig};
 use crate::index::Index;
-use crate::options::CreateOptions;
-use crate::pipeline::IngestOptions;
 use crate::query::{FrequentRanks, Scratch};
 use crate::sort::SortOptions;
 
@@ -18,40 +16,19 @@ use crate::sort::SortOptions;
 /// then family words (7 families) with a word of the page's own every ninth; pages differ in
 /// length.
 fn frequent_index(dir: &std::path::Path, format: u32, sample: &str) -> Index {
-    let create = CreateOptions {
-        shingle: Some("words:1".parse().unwrap()),
-        sample: Some(sample.parse().unwrap()),
-        segment_format: Some(format),
-        ..Default::default()
-    };
-    let mut ix = Index::open_writer(dir.join("idx"), &create).unwrap();
-    for b in 0..2u32 {
-        let docs = dir.join(format!("docs{b}"));
-        std::fs::create_dir_all(&docs).unwrap();
-        for d in 0..40u32 {
-            let words: Vec<String> = (0..150 - (d % 5) * 7)
-                .filter_map(|i| match i {
-                    0..30 => Some(format!("boiler{i}")),
-                    30..45 if b == 0 || d < 3 => Some(format!("half{i}")),
-                    30..45 => None,
-                    45..60 => Some(format!("b{b}pl{i}")),
-                    60..70 => Some(format!("pair{}w{i}", d % 2)),
-                    _ if (i + d) % 9 == 0 => Some(format!("own{b}x{d}x{i}")),
-                    _ => Some(format!("f{}w{i}", d % 7)),
-                })
-                .collect();
-            let html = format!("<html><body><p>{}</p></body></html>", words.join(" "));
-            std::fs::write(docs.join(format!("b{b}d{d:02}.html")), html).unwrap();
-        }
-        let opts = IngestOptions {
-            mem_bytes: 16 << 20,
-            batch: Some(format!("b{b}")),
-            ..Default::default()
-        };
-        ix.ingest(vec![docs], &opts, &mut |_| Ok(()), &|_| {})
-            .unwrap();
-    }
-    ix
+    super::two_batch_index(dir, ("words:1", format, sample), 40, |b, d| {
+        (0..150 - (d % 5) * 7)
+            .filter_map(|i| match i {
+                0..30 => Some(format!("boiler{i}")),
+                30..45 if b == 0 || d < 3 => Some(format!("half{i}")),
+                30..45 => None,
+                45..60 => Some(format!("b{b}pl{i}")),
+                60..70 => Some(format!("pair{}w{i}", d % 2)),
+                _ if (i + d) % 9 == 0 => Some(format!("own{b}x{d}x{i}")),
+                _ => Some(format!("f{}w{i}", d % 7)),
+            })
+            .collect()
+    })
 }
 
 /// Every rank's weight is its key's probe weight, and every document's probes chosen on its
