@@ -16,7 +16,10 @@ fn three_batches() -> Option<(PathBuf, PathBuf)> {
         let corpus = corpus_dir()?;
         let docs = extracted(&corpus);
         let truth = Truth::load(&corpus);
-        let work = temp_dir("lc-three").keep();
+        // A fixed path (replaced on every run): the fixture outlives every test of the process,
+        // so a temp dir's guard would never be dropped and each run would leave a copy behind.
+        let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lc-three");
+        let _ = std::fs::remove_dir_all(&work);
         for (i, key) in truth.keys.iter().enumerate() {
             let dst = work.join(format!("b{}", i % 3)).join(key);
             std::fs::create_dir_all(dst.parent().unwrap()).unwrap();

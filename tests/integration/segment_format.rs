@@ -62,7 +62,8 @@ fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_3() {
     };
     let docs = extracted(&corpus);
     let truth = Truth::load(&corpus);
-    let work = temp_dir("segfmt").keep();
+    let tmp = temp_dir("segfmt");
+    let work = tmp.path();
     for (i, key) in truth.keys.iter().enumerate() {
         let dst = work.join(format!("b{}", i % 3)).join(key);
         std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
@@ -135,7 +136,8 @@ fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_3() {
 /// one for the existing index is refused.
 #[test]
 fn segment_format_is_a_creation_option() {
-    let work = temp_dir("segfmt-opt").keep();
+    let tmp = temp_dir("segfmt-opt");
+    let work = tmp.path();
     let batch = |b: u32| {
         let dir = work.join(format!("b{b}"));
         std::fs::create_dir_all(&dir).unwrap();
