@@ -417,6 +417,11 @@ impl<'v> Matcher<'v> {
             return w;
         }
         w.bits = vec![0u32; total];
+        // Every old segment's filters are read by the walks below: from a cold page cache,
+        // the kernel reads them ahead at once (a hint; nothing after a segment's first window).
+        for &i in &self.absent_in {
+            self.view.segments[i].seg.prefetch_key_filters();
+        }
         let mut run_bytes = 0;
         self.walk_spans(docs, &spans, max_keys, &mut w, &mut run_bytes);
         // Round 2: the walks that go on past their prefix, for the groups still open.
