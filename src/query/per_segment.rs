@@ -161,7 +161,6 @@ impl<'v> Matcher<'v> {
         }
         let probes = n - need + 1;
         sp.docs_per_segment += 1;
-        let w = |k: u64| self.view.probe_weight(k);
         // `x`'s weights, once per document (a FrequentKeys lookup each), when some choice
         // ranks by them; empty otherwise.
         sp.weights.clear();
@@ -173,7 +172,7 @@ impl<'v> Matcher<'v> {
                     .extend(x.iter().take(probes).map(|&k| (k, NEW_SEGMENTS)));
             } else {
                 sp.weights.clear();
-                sp.weights.extend(x.iter().map(|&k| w(k)));
+                self.view.probe_weights(x, &mut sp.weights);
                 sp.ranked.clear();
                 sp.ranked
                     .extend(sp.weights.iter().zip(x).map(|(&wk, &k)| (wk, k)));
@@ -262,7 +261,7 @@ impl<'v> Matcher<'v> {
             let want = probes - absent[g];
             if sp.weights.len() != n {
                 sp.weights.clear();
-                sp.weights.extend(x.iter().map(|&k| w(k)));
+                self.view.probe_weights(x, &mut sp.weights);
             }
             // The walk went through `x` in order: walked key t is x[t].
             sp.ranked.clear();
