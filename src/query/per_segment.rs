@@ -161,7 +161,6 @@ impl<'v> Matcher<'v> {
         }
         let probes = n - need + 1;
         sp.docs_per_segment += 1;
-        let w = |k: u64| self.view.probe_weight(k);
         // `x`'s weights, once per document (a FrequentKeys lookup each), when some choice
         // ranks by them; empty otherwise.
         sp.weights.clear();
@@ -173,7 +172,7 @@ impl<'v> Matcher<'v> {
                     .extend(x.iter().take(probes).map(|&k| (k, NEW_SEGMENTS)));
             } else {
                 sp.weights.clear();
-                sp.weights.extend(x.iter().map(|&k| w(k)));
+                self.view.probe_weights(x, &mut sp.weights);
                 sp.ranked.clear();
                 sp.ranked
                     .extend(sp.weights.iter().zip(x).map(|(&wk, &k)| (wk, k)));
@@ -262,7 +261,7 @@ impl<'v> Matcher<'v> {
             let want = probes - absent[g];
             if sp.weights.len() != n {
                 sp.weights.clear();
-                sp.weights.extend(x.iter().map(|&k| w(k)));
+                self.view.probe_weights(x, &mut sp.weights);
             }
             // The walk went through `x` in order: walked key t is x[t].
             sp.ranked.clear();
@@ -417,6 +416,11 @@ impl<'v> Matcher<'v> {
             return w;
         }
         w.bits = vec![0u32; total];
+        // Every old segment's filters are read by the walks below: from a cold page cache,
+        // the kernel reads them ahead at once (a hint; nothing after a segment's first window).
+        for &i in &self.absent_in {
+            self.view.segments[i].seg.prefetch_key_filters();
+        }
         let mut run_bytes = 0;
         self.walk_spans(docs, &spans, max_keys, &mut w, &mut run_bytes);
         // Round 2: the walks that go on past their prefix, for the groups still open.

@@ -176,10 +176,25 @@ impl<'a> KeyFilter<'a> {
         }
     }
 
+    /// The filter's seed and segment length L (its fingerprints are `3 L` bytes).
+    pub fn header(&self) -> (u64, u32) {
+        (self.seed, self.len)
+    }
+
     /// Size of the fingerprint array in bytes.
     pub fn fingerprint_bytes(&self) -> usize {
         self.fp.len()
     }
+}
+
+/// Where a filter with `seed` and segment length `len` (>= 1) keeps `key`'s fingerprint: the
+/// three slots (each `< 3 len`, one per segment) and the byte their xor must equal for
+/// [`KeyFilter::may_contain`] to answer true. For readers that keep the header apart from
+/// the fingerprint bytes (the sorted key-filter walk).
+#[inline]
+pub fn probe(seed: u64, len: u32, key: u64) -> ([usize; 3], u8) {
+    let h = mix(key, seed);
+    (slots(h, len), fingerprint(h))
 }
 
 /// Whether `value` (a filter value, possibly empty) may contain `key`; bytes that are not a

@@ -26,6 +26,10 @@ use super::{SegmentMeta, TableMeta};
 /// Keys looked up together by [`Segment::get_postings_many`].
 pub const LOOKUP_GROUP: usize = 16;
 
+/// Keys [`Segment::postings_may_hold_sorted`] locates ahead of the one it answers (their
+/// fingerprint bytes prefetched meanwhile).
+pub(super) const SORTED_AHEAD: usize = 16;
+
 /// Step 1 of a group lookup ([`Segment::get_postings_many`],
 /// [`Segment::postings_may_hold_many`]): the block of each key of `chunk`
 /// (`partition_point(last < key)`) into `bis`, the group's binary searches in lockstep so each
@@ -34,7 +38,7 @@ pub const LOOKUP_GROUP: usize = 16;
 /// at least one block.
 fn lockstep_blocks(
     t: &Table,
-    slots: Option<&[(u64, u32)]>,
+    slots: Option<&[FilterSlot]>,
     chunk: &[u64],
     bis: &mut [usize; LOOKUP_GROUP],
     live: &mut [bool; LOOKUP_GROUP],
@@ -188,9 +192,25 @@ struct KeySeq {
 /// rank table; `Err((offset, reason))` when it does not match the POSTINGS blocks.
 type RankStarts = std::result::Result<Option<Box<[u64]>>, (u64, String)>;
 
-/// `(offset, len)` of every POSTINGS block's filter value; `None` when the segment has no
-/// filter table; `Err((offset, reason))` when the table does not match the POSTINGS blocks.
-type FilterSlots = std::result::Result<Option<Box<[(u64, u32)]>>, (u64, String)>;
+/// Every POSTINGS block's [`FilterSlot`]; `None` when the segment has no filter table;
+/// `Err((offset, reason))` when the table does not match the POSTINGS blocks.
+type FilterSlots = std::result::Result<Option<Box<[FilterSlot]>>, (u64, String)>;
+
+/// Where POSTINGS block b's key filter value lies in the map, and its decoded header (read
+/// once, by the pass that finds the slots), so a lookup goes from the block straight to the
+/// fingerprint bytes: no dependent load of the header in the map first.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct FilterSlot {
+    /// Offset of the value in the map.
+    off: u64,
+    /// The filter's seed (0 without a filter).
+    seed: u64,
+    /// Length of the value in bytes (0: the empty "no filter" value).
+    len: u32,
+    /// The filter's segment length L (0: no filter, every key "may"); its fingerprints are
+    /// the map's bytes `off + 12 .. off + 12 + 3 L`.
+    seg_len: u32,
+}
 
 impl std::fmt::Debug for Segment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -326,6 +346,33 @@ impl Segment {
         };
     }
 
+    /// Tells the kernel that the POSTINGS key filters (table `POSTINGS_FILTER`, contiguous)
+    /// will be read soon: a batch's filter walk reads all of them, so a cold page cache reads
+    /// them ahead in large requests while other segments are walked, instead of faulting them
+    /// in as the walk reaches them. A hint only (errors ignored; nothing on other systems).
+    pub fn prefetch_key_filters(&self) {
+        #[cfg(unix)]
+        if self.filters.get().is_none() {
+            self.advise_key_filters(memmap2::Advice::WillNeed);
+        }
+    }
+
+    /// `advice` for the bytes of table `POSTINGS_FILTER` (a hint; errors ignored).
+    #[cfg(unix)]
+    fn advise_key_filters(&self, advice: memmap2::Advice) {
+        let Some(ft) = self.table(super::POSTINGS_FILTER) else {
+            return;
+        };
+        let (Some(first), Some(last)) = (ft.blocks.first(), ft.blocks.last()) else {
+            return;
+        };
+        let from = first.offset as usize;
+        let to = (last.offset + last.len as u64).min(self.map.len() as u64) as usize;
+        if from < to {
+            let _ = self.map.advise_range(advice, from, to - from);
+        }
+    }
+
     /// Whether the segment has POSTINGS key filters (table `POSTINGS_FILTER`).
     pub fn has_key_filter(&self) -> bool {
         self.table(super::POSTINGS_FILTER)
@@ -349,8 +396,8 @@ impl Segment {
 
     /// The key filter value of POSTINGS block `bi` in the filter table `slots` (as
     /// `postings_may_contain` reads it; out of the file: empty, "may"). None: no filter.
-    fn block_filter(&self, slots: Option<&[(u64, u32)]>, bi: usize) -> Option<&[u8]> {
-        let &(off, len) = slots?.get(bi)?;
+    fn block_filter(&self, slots: Option<&[FilterSlot]>, bi: usize) -> Option<&[u8]> {
+        let &FilterSlot { off, len, .. } = slots?.get(bi)?;
         Some(
             self.map
                 .get(off as usize..off as usize + len as usize)
@@ -375,7 +422,7 @@ impl Segment {
             return;
         };
         let n = t.last_keys.len();
-        let slots: Option<&[(u64, u32)]> = match self.filters.get_or_init(|| self.load_filters()) {
+        let slots: Option<&[FilterSlot]> = match self.filters.get_or_init(|| self.load_filters()) {
             Ok(s) => s.as_deref(),
             Err(_) => {
                 // A damaged filter table: every key in a block's range "may" be there (as
@@ -435,11 +482,17 @@ impl Segment {
 
     /// [`Segment::postings_may_hold_many`] of keys in ascending order (repeats allowed): the
     /// same answers, found by one forward walk over the block index and the key filters in
-    /// file order. The block cursor only moves forward (a gallop from the current block), and
-    /// each block's filter is decoded once per run of keys in it, so a batch's sorted keys
-    /// read each segment's block index and filters once, sequentially (cache and readahead
-    /// friendly), instead of one random search and filter per key. `keys` must ascend (debug
-    /// builds assert it): a key below the cursor's block would be answered against that block.
+    /// file order. The block cursor only moves forward (a gallop from the current block), so
+    /// a batch's sorted keys read each segment's block index and filters once, sequentially
+    /// (cache and readahead friendly), instead of one random search and filter per key.
+    /// `keys` must ascend (debug builds assert it): a key below the cursor's block would be
+    /// answered against that block.
+    ///
+    /// A software pipeline: key `i + SORTED_AHEAD` is located (cursor, block's first key, the
+    /// filter's seed and length from the heap's [`FilterSlot`]) and its three fingerprint
+    /// bytes are prefetched while key `i` is answered from bytes asked for earlier, so the
+    /// misses of a run of keys overlap without a barrier between groups; a key reads nothing
+    /// of the map but its three fingerprint bytes.
     pub fn postings_may_hold_sorted(&self, keys: &[u64], out: &mut Vec<bool>) {
         debug_assert!(keys.windows(2).all(|w| w[0] <= w[1]), "keys not ascending");
         out.clear();
@@ -454,81 +507,83 @@ impl Segment {
         }
         // No filter table (or filters off) and a damaged one alike: every key in a block's
         // range "may" be there (as `postings_may_hold_many`).
-        let slots: Option<&[(u64, u32)]> = match self.filters.get_or_init(|| self.load_filters()) {
-            Ok(s) => s.as_deref(),
-            Err(_) => None,
+        let slots: &[FilterSlot] = match self.filters.get_or_init(|| self.load_filters()) {
+            Ok(Some(s)) => s,
+            Ok(None) | Err(_) => &[],
         };
-        // The filter of the cursor's block: `None` = "may" for every key in its range (no
-        // filter, an empty one, or bytes that are not a filter, as `filter::may_contain`).
-        let filter_at = |bi: usize| {
-            let v = self.block_filter(slots, bi)?;
-            super::filter::KeyFilter::decode(v).ok().flatten()
-        };
-        use super::filter::KeyFilter;
-        use super::prefetch;
-        out.reserve(keys.len());
+        let map: &[u8] = &self.map;
         let last = &t.last_keys[..];
-        // The keys go in groups of `G`, each through steps whose loads the previous step
-        // asked the CPU for: 1. the block (cursor forward), its index entry and filter slot;
-        // 2. the filter's header (once per block run); 3. the fingerprint bytes; 4. answers.
-        const G: usize = 32;
-        let mut bis = [0usize; G];
-        let mut fs: [Option<KeyFilter<'_>>; G] = [None; G];
+        let blocks = &t.blocks[..];
+        out.reserve(keys.len());
+        // In flight: per key, the absolute map offsets of its fingerprint bytes and the byte
+        // their xor must equal; `NO` marks a key decided without them (absent: `fp` 1,
+        // "may": `fp` 0, with all three offsets 0 so the xor is 0).
+        const A: usize = SORTED_AHEAD;
+        const NO: usize = usize::MAX;
+        let mut pos = [[0usize; 3]; A];
+        let mut want = [0u8; A];
         let mut bi = 0usize;
-        for chunk in keys.chunks(G) {
-            for (j, &k) in chunk.iter().enumerate() {
-                if bi < n && last[bi] < k {
-                    // Gallop: last[lo] < k; the first block whose last key >= k (or n).
-                    let mut lo = bi;
-                    let mut step = 1usize;
-                    let hi = loop {
-                        let hi = lo + step;
-                        if hi >= n {
-                            break n;
-                        }
-                        if last[hi] >= k {
-                            break hi;
-                        }
-                        lo = hi;
-                        step *= 2;
-                    };
-                    bi = lo + 1 + last[lo + 1..hi].partition_point(|&l| l < k);
-                }
-                bis[j] = bi;
-                if bi < n && (j == 0 || bis[j - 1] != bi) {
-                    prefetch(&t.blocks[bi]);
-                    if let Some(s) = slots.and_then(|s| s.get(bi)) {
-                        prefetch(s);
+        let locate = |k: u64, bi: &mut usize| -> ([usize; 3], u8) {
+            if *bi < n && last[*bi] < k {
+                // Gallop: last[lo] < k; the first block whose last key >= k (or n).
+                let mut lo = *bi;
+                let mut step = 1usize;
+                let hi = loop {
+                    let hi = lo + step;
+                    if hi >= n {
+                        break n;
                     }
-                }
-            }
-            for j in 0..chunk.len() {
-                if bis[j] < n && (j == 0 || bis[j - 1] != bis[j]) {
-                    if let Some(x) = self.block_filter(slots, bis[j]).and_then(|v| v.first()) {
-                        prefetch(x);
+                    if last[hi] >= k {
+                        break hi;
                     }
-                }
-            }
-            for (j, &k) in chunk.iter().enumerate() {
-                fs[j] = if bis[j] >= n {
-                    None
-                } else if j > 0 && bis[j - 1] == bis[j] {
-                    fs[j - 1]
-                } else {
-                    filter_at(bis[j])
+                    lo = hi;
+                    step *= 2;
                 };
-                if let Some(f) = &fs[j] {
-                    f.prefetch(k);
+                *bi = lo + 1 + last[lo + 1..hi].partition_point(|&l| l < k);
+            }
+            let b = *bi;
+            if b >= n || blocks[b].first_key > k {
+                return ([NO, 0, 0], 1);
+            }
+            match slots.get(b) {
+                Some(s) if s.seg_len > 0 => {
+                    let (sl, fp) = super::filter::probe(s.seed, s.seg_len, k);
+                    let base = s.off as usize + super::filter::FILTER_HEADER_LEN;
+                    let p = sl.map(|x| base + x);
+                    for &x in &p {
+                        if let Some(byte) = map.get(x) {
+                            super::prefetch(byte);
+                        }
+                    }
+                    (p, fp)
                 }
+                _ => ([NO, 0, 0], 0),
             }
-            for (j, &k) in chunk.iter().enumerate() {
-                let b = bis[j];
-                out.push(
-                    b < n
-                        && t.blocks[b].first_key <= k
-                        && fs[j].as_ref().is_none_or(|f| f.may_contain(k)),
-                );
+        };
+        let answer = |p: &[usize; 3], fp: u8| -> bool {
+            if p[0] == NO {
+                return fp == 0;
             }
+            // load_filters checked that every value lies in the map and holds 3 L
+            // fingerprint bytes after its header, so these reads are in bounds.
+            match (map.get(p[0]), map.get(p[1]), map.get(p[2])) {
+                (Some(x), Some(y), Some(z)) => x ^ y ^ z == fp,
+                _ => true,
+            }
+        };
+        let head = keys.len().min(A);
+        for (j, &k) in keys[..head].iter().enumerate() {
+            (pos[j], want[j]) = locate(k, &mut bi);
+        }
+        for (i, &k) in keys[head..].iter().enumerate() {
+            let j = i % A;
+            out.push(answer(&pos[j], want[j]));
+            (pos[j], want[j]) = locate(k, &mut bi);
+        }
+        let done = keys.len() - head;
+        for i in done..keys.len() {
+            let j = i % A;
+            out.push(answer(&pos[j], want[j]));
         }
     }
 
@@ -555,7 +610,7 @@ impl Segment {
         if n == 0 {
             return Ok(());
         }
-        let slots: Option<&[(u64, u32)]> = if table == super::POSTINGS {
+        let slots: Option<&[FilterSlot]> = if table == super::POSTINGS {
             match self.filters.get_or_init(|| self.load_filters()) {
                 Ok(s) => s.as_deref(),
                 Err(_) => {
@@ -674,7 +729,7 @@ impl Segment {
         match slots {
             Ok(None) => Ok(true),
             Ok(Some(s)) => {
-                let Some(&(off, len)) = s.get(bi) else {
+                let Some(&FilterSlot { off, len, .. }) = s.get(bi) else {
                     return Ok(true);
                 };
                 let v = self
@@ -707,6 +762,10 @@ impl Segment {
                 ),
             ));
         }
+        // The pass reads the whole table: map it in one call (no fault per 4 KiB page), and
+        // from a cold page cache as one read-ahead of the whole range.
+        #[cfg(target_os = "linux")]
+        self.advise_key_filters(memmap2::Advice::PopulateRead);
         let base = self.map.as_ptr() as usize;
         let mut slots = Vec::with_capacity(blocks as usize);
         for (i, e) in self.iter(super::POSTINGS_FILTER).enumerate() {
@@ -718,10 +777,17 @@ impl Segment {
             if key != i as u64 {
                 return Err((off, format!("key filter table: key {key} at position {i}")));
             }
-            if let Err((o, reason)) = super::filter::KeyFilter::decode(v) {
-                return Err((off + o as u64, reason));
-            }
-            slots.push((off, v.len() as u32));
+            let (seed, seg_len) = match super::filter::KeyFilter::decode(v) {
+                Err((o, reason)) => return Err((off + o as u64, reason)),
+                Ok(None) => (0, 0),
+                Ok(Some(f)) => f.header(),
+            };
+            slots.push(FilterSlot {
+                off,
+                seed,
+                len: v.len() as u32,
+                seg_len,
+            });
         }
         Ok(Some(slots.into_boxed_slice()))
     }

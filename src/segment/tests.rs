@@ -498,11 +498,14 @@ fn key_filter_skips_blocks_without_changing_answers() {
 }
 
 /// `postings_may_hold_sorted` of the ascending `keys` (and of some sub-ranges of them) equals
-/// `postings_may_hold_many`'s answers.
+/// `postings_may_hold_many`'s answers. The sub-ranges include lengths around the sorted
+/// walk's pipeline depth (fewer keys than it locates ahead, exactly as many, one more, and
+/// two pipelines and one).
 fn seg_sorted_equals_many(seg: &Segment, keys: &[u64]) {
     assert!(keys.windows(2).all(|w| w[0] <= w[1]));
     let (mut want, mut got) = (Vec::new(), Vec::new());
     let n = keys.len();
+    let ahead = super::reader::SORTED_AHEAD;
     for (a, b) in [
         (0, 0),
         (0, n.min(1)),
@@ -510,6 +513,11 @@ fn seg_sorted_equals_many(seg: &Segment, keys: &[u64]) {
         (n / 3, n / 2),
         (n / 2, n),
         (n.saturating_sub(1), n),
+        (0, n.min(ahead - 1)),
+        (0, n.min(ahead)),
+        (0, n.min(ahead + 1)),
+        (n.min(1), n.min(2 * ahead + 2)),
+        (n.saturating_sub(ahead + 1), n),
     ] {
         seg.postings_may_hold_many(&keys[a..b], &mut want);
         got.push(true); // stale contents must be cleared
