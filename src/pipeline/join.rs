@@ -181,6 +181,38 @@ pub fn join_pairs(
         max_listed
     };
     let end = docs.end.min(view.doc_ids());
+    // The ranks chosen on ranks, segment by segment: (rank, prober), mapped to keys in bulk
+    // once they fill the share of the budget the candidates' sort takes after this phase
+    // (that sort does not exist yet; 24 bytes an entry: rank and prober, the bulk mapping's
+    // order, room for the vectors' growth), not group by group: the more ranks
+    // of a segment one mapping holds, the more of them each POSTINGS block serves (at a small
+    // `--mem` a group's ranks are a few a block, each a select at a random position).
+    let mut by_seg: Vec<(Vec<u64>, Vec<u32>)> = vec![Default::default(); view.segments.len()];
+    let max_chosen = (half.mem_bytes / 24).max(1 << 16);
+    let mut chosen = 0u64;
+    let map_chosen = |by_seg: &mut Vec<(Vec<u64>, Vec<u32>)>,
+                      probes: &mut ExternalSorter<ProbeRecord>|
+     -> Result<()> {
+        by_seg
+            .par_iter_mut()
+            .enumerate()
+            .filter(|(_, (r, _))| !r.is_empty())
+            .map(|(si, (r, _))| view.segments[si].seg.ranks_to_keys_bulk_caching(r))
+            .collect::<Result<()>>()?;
+        for (keys, docs) in by_seg.iter_mut() {
+            probes.extend(
+                std::mem::take(keys)
+                    .into_iter()
+                    .zip(std::mem::take(docs))
+                    .map(|(key, doc)| ProbeRecord {
+                        key,
+                        doc,
+                        segs: u32::MAX,
+                    }),
+            )?;
+        }
+        Ok(())
+    };
     let mut lo = docs.start;
     while lo < end {
         // The probers' lists a group at a time (as many as `max_listed` entries), their ranks
@@ -289,8 +321,6 @@ pub fn join_pairs(
                 },
             )
             .collect();
-        // The chosen ranks, segment by segment: (rank, prober) to map in bulk.
-        let mut by_seg: Vec<(Vec<u64>, Vec<u32>)> = vec![Default::default(); view.segments.len()];
         for c in chunks {
             let (recs, ranks, s, sp) = c?;
             stats.add_per_segment(&sp);
@@ -304,25 +334,18 @@ pub fn join_pairs(
                 if let Some(si) = lists.segment(i as usize) {
                     by_seg[si].0.push(r);
                     by_seg[si].1.push(lists.id(i as usize));
+                    chosen += 1;
                 }
             }
         }
-        by_seg
-            .par_iter_mut()
-            .enumerate()
-            .filter(|(_, (r, _))| !r.is_empty())
-            .map(|(si, (r, _))| view.segments[si].seg.ranks_to_keys_bulk_caching(r))
-            .collect::<Result<()>>()?;
-        for (keys, docs) in by_seg {
-            probes.extend(keys.into_iter().zip(docs).map(|(key, doc)| ProbeRecord {
-                key,
-                doc,
-                segs: u32::MAX,
-            }))?;
-        }
         stats.documents += lists.len() as u64;
         lo = hi;
+        if chosen >= max_chosen {
+            map_chosen(&mut by_seg, &mut probes)?;
+            chosen = 0;
+        }
     }
+    map_chosen(&mut by_seg, &mut probes)?;
     stats.probe_records = probes.stats().records;
     let probes = probes.finish()?;
     stats.runs_spilled += probes.stats().runs_spilled;
