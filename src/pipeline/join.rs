@@ -468,7 +468,9 @@ pub fn join_pairs(
         let coarse = matches!(cfg.sample, Sample::All | Sample::Mod(_));
         let mut ruled_out = vec![false; chunk.len()];
         if coarse {
-            let mut need_c = vec![false; lists.len()];
+            // The documents of such pairs; then, per segment, whether the bound pays
+            // (`Segment::coarse_pays`: not for a few candidates, as an ingest's).
+            let mut cross = vec![false; lists.len()];
             for &(_, g) in &groups {
                 let Some(di) = lists.find(g[0].a) else {
                     continue;
@@ -485,11 +487,23 @@ pub fn join_pairs(
                         continue;
                     };
                     if lists.segment(ai).is_some_and(|sa| ranked(sa) || ranked(sd)) {
-                        need_c[di] = true;
-                        need_c[ai] = true;
+                        cross[di] = true;
+                        cross[ai] = true;
                     }
                 }
             }
+            let mut wanted = vec![0u64; view.segments.len()];
+            for i in (0..lists.len()).filter(|&i| cross[i]) {
+                if let Some(si) = lists.segment(i) {
+                    wanted[si] += lists.raw(i).len() as u64;
+                }
+            }
+            let pays: Vec<bool> = (view.segments.iter().zip(&wanted))
+                .map(|(s, &w)| w == 0 || s.seg.coarse_pays(w))
+                .collect();
+            let need_c: Vec<bool> = (0..lists.len())
+                .map(|i| cross[i] && lists.segment(i).is_some_and(|si| pays[si]))
+                .collect();
             lists.map_coarse(view, |i| need_c[i])?;
             let lists = &lists;
             let outs: Vec<Vec<usize>> = groups

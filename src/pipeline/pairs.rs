@@ -343,8 +343,22 @@ impl Probers<'_, '_> {
             let l1 = l0 + later[l0..].partition_point(|&(_, d)| d <= last);
             let mut lists = DocLists::read(view, cands[c0..c1].to_vec())?;
             let mut keep = vec![true; l1 - l0];
-            if coarse {
-                lists.map_coarse(view, |_| true)?;
+            // Whether the bound pays per segment (`Segment::coarse_pays`: not for a few
+            // candidates).
+            let mut wanted = vec![0u64; view.segments.len()];
+            for j in 0..lists.len() {
+                if let Some(si) = lists.segment(j) {
+                    wanted[si] += lists.raw(j).len() as u64;
+                }
+            }
+            let pays: Vec<bool> = (view.segments.iter().zip(&wanted))
+                .map(|(s, &w)| w == 0 || s.seg.coarse_pays(w))
+                .collect();
+            if coarse && pays.iter().any(|&p| p) {
+                let want: Vec<bool> = (0..lists.len())
+                    .map(|j| lists.segment(j).is_some_and(|si| pays[si]))
+                    .collect();
+                lists.map_coarse(view, |j| want[j])?;
                 let l = &lists;
                 keep = later[l0..l1]
                     .par_iter()

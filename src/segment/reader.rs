@@ -97,6 +97,9 @@ pub struct Segment {
     /// by one sequential pass over the POSTINGS keys; `None` when the segment has no ranks
     /// or more than `u32::MAX` keys.
     coarse: OnceLock<Option<CoarseRanks>>,
+    /// Format 3: ranks readers wanted mapped to keys for a cross-segment comparison so far
+    /// ([`Segment::coarse_pays`]).
+    coarse_wanted: AtomicU64,
 }
 
 /// Bits of a feature hash kept in its coarse key ([`coarse_key`]).
@@ -270,6 +273,7 @@ impl Segment {
             ranks_selected: AtomicU64::new(0),
             key_cache: OnceLock::new(),
             coarse: OnceLock::new(),
+            coarse_wanted: AtomicU64::new(0),
         })
     }
 
@@ -1081,6 +1085,21 @@ impl Segment {
             out.push(v as u16);
         }
         Ok(true)
+    }
+
+    /// Whether comparing this segment's lists by coarse keys first ([`Segment::coarse_into`])
+    /// pays, for a reader about to map `ranks` of its ranks to keys for cross-segment
+    /// comparisons: always in formats 1 and 2 (the hashes are stored) and once the table is
+    /// built; else the ranks count here, and the table (one sequential pass over the keys) is
+    /// worth building once they pass a 32nd of the POSTINGS keys (before that, mapping
+    /// them costs less than the pass: an ingest's few cross-segment candidates).
+    pub fn coarse_pays(&self, ranks: u64) -> bool {
+        if !self.ranked_forward() || self.coarse.get().is_some() {
+            return true;
+        }
+        let total = self.table(super::POSTINGS).map_or(0, |t| t.meta.entries);
+        let before = self.coarse_wanted.fetch_add(ranks, Ordering::Relaxed);
+        before + ranks > total / 32
     }
 
     /// Builds the rank -> coarse key table ([`CoarseRanks`]) by decoding every POSTINGS
