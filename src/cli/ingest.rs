@@ -58,7 +58,8 @@ pub struct IngestArgs {
     extract: Option<String>,
     /// Creation option: the segment format every writer of this index writes (ingest, add,
     /// compaction, the server): 3 (FORWARD lists as ranks of the segment's keys, about half
-    /// the index bytes) or 2 (FORWARD lists as hashes). Default: 2. Same answers either way.
+    /// the index bytes) or 2 (FORWARD lists as hashes). Default for a new index: 3 (an index
+    /// created before the option existed keeps 2). Same answers either way.
     #[arg(long, value_name = "2|3", value_parser = clap::value_parser!(u32).range(2..=3))]
     segment_format: Option<u32>,
     /// Memory budget of the external sort, e.g. 512MiB, 2GiB (default: a quarter of RAM).

@@ -61,7 +61,8 @@ pub struct IndexOptions {
     /// The segment format version every writer of this index writes (`--segment-format 2|3`,
     /// format-spec/segment.md): ingest, add's fold, compaction, the server, Python. Written
     /// for every new index; records written before it existed read as 2
-    /// ([`LEGACY_SEGMENT_FORMAT`]). `NDD_SEGMENT_FORMAT` overrides it (tests, benchmarks).
+    /// ([`LEGACY_SEGMENT_FORMAT`]), whatever today's default for a new index
+    /// ([`DEFAULT_SEGMENT_FORMAT`]). `NDD_SEGMENT_FORMAT` overrides it (tests, benchmarks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment_format: Option<u32>,
 }
@@ -263,5 +264,33 @@ fn corrupt(field: &str, e: impl std::fmt::Display) -> Error {
     Error::CorruptEntry {
         what: format!("meta/options.{field}"),
         reason: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A new index records the default format (3); an options record without the field (an
+    /// index created before it existed) keeps meaning 2, and `--segment-format` overrides the
+    /// default at creation.
+    #[test]
+    fn segment_format_default_and_legacy() {
+        assert_eq!(DEFAULT_SEGMENT_FORMAT, 3);
+        assert_eq!(LEGACY_SEGMENT_FORMAT, 2);
+        let new = IndexOptions::from_create(&CreateOptions::default());
+        assert_eq!(new.segment_format, Some(DEFAULT_SEGMENT_FORMAT));
+        assert_eq!(new.stored_segment_format().unwrap(), 3);
+        let two = IndexOptions::from_create(&CreateOptions {
+            segment_format: Some(2),
+            ..Default::default()
+        });
+        assert_eq!(two.stored_segment_format().unwrap(), 2);
+        // The record as an index created before the option wrote it: no `segment_format`.
+        let mut json = serde_json::to_value(&new).unwrap();
+        json.as_object_mut().unwrap().remove("segment_format");
+        let old: IndexOptions = serde_json::from_value(json).unwrap();
+        assert_eq!(old.segment_format, None);
+        assert_eq!(old.stored_segment_format().unwrap(), LEGACY_SEGMENT_FORMAT);
     }
 }

@@ -4,7 +4,10 @@
 //! with deleted documents; fewer old blocks read; the counters; the planner.
 
 use super::plan::{plan, PairsConfig};
-use super::{for_each_pair, for_each_pair_block, join_pairs, word_pages_index, Matching, Pair};
+use super::{
+    for_each_pair, for_each_pair_block, join_pairs, word_pages_index, word_pages_index_as,
+    Matching, Pair,
+};
 use crate::lifecycle::delete::DeleteSelector;
 use crate::sort::SortOptions;
 use crate::view::View;
@@ -101,7 +104,10 @@ pub(super) fn keyed(v: &[Pair]) -> Vec<(u32, u32, u64)> {
 #[test]
 fn absent_first_finds_the_same_pairs_and_reads_fewer_old_blocks() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut ix = word_pages_index(tmp.path(), 3000, 122, old_word);
+    // Format 2: the planner gives this batch's matching to probe matching, whose absent-first
+    // choice the counters below check (in format 3 it picks the join, whose per-segment
+    // probes are checked in per_segment_tests.rs).
+    let mut ix = word_pages_index_as(tmp.path(), 3000, 122, Some(2), old_word);
     // Deleted old documents: originals 60..70 and the near copies of 70..80.
     let gone: Vec<String> = (60..70)
         .chain(1070..1080)

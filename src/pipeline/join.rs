@@ -181,6 +181,38 @@ pub fn join_pairs(
         max_listed
     };
     let end = docs.end.min(view.doc_ids());
+    // The ranks chosen on ranks, segment by segment: (rank, prober), mapped to keys in bulk
+    // once they fill the share of the budget the candidates' sort takes after this phase
+    // (that sort does not exist yet; 24 bytes an entry: rank and prober, the bulk mapping's
+    // order, room for the vectors' growth), not group by group: the more ranks
+    // of a segment one mapping holds, the more of them each POSTINGS block serves (at a small
+    // `--mem` a group's ranks are a few a block, each a select at a random position).
+    let mut by_seg: Vec<(Vec<u64>, Vec<u32>)> = vec![Default::default(); view.segments.len()];
+    let max_chosen = (half.mem_bytes / 24).max(1 << 16);
+    let mut chosen = 0u64;
+    let map_chosen = |by_seg: &mut Vec<(Vec<u64>, Vec<u32>)>,
+                      probes: &mut ExternalSorter<ProbeRecord>|
+     -> Result<()> {
+        by_seg
+            .par_iter_mut()
+            .enumerate()
+            .filter(|(_, (r, _))| !r.is_empty())
+            .map(|(si, (r, _))| view.segments[si].seg.ranks_to_keys_bulk_caching(r))
+            .collect::<Result<()>>()?;
+        for (keys, docs) in by_seg.iter_mut() {
+            probes.extend(
+                std::mem::take(keys)
+                    .into_iter()
+                    .zip(std::mem::take(docs))
+                    .map(|(key, doc)| ProbeRecord {
+                        key,
+                        doc,
+                        segs: u32::MAX,
+                    }),
+            )?;
+        }
+        Ok(())
+    };
     let mut lo = docs.start;
     while lo < end {
         // The probers' lists a group at a time (as many as `max_listed` entries), their ranks
@@ -289,8 +321,6 @@ pub fn join_pairs(
                 },
             )
             .collect();
-        // The chosen ranks, segment by segment: (rank, prober) to map in bulk.
-        let mut by_seg: Vec<(Vec<u64>, Vec<u32>)> = vec![Default::default(); view.segments.len()];
         for c in chunks {
             let (recs, ranks, s, sp) = c?;
             stats.add_per_segment(&sp);
@@ -304,25 +334,18 @@ pub fn join_pairs(
                 if let Some(si) = lists.segment(i as usize) {
                     by_seg[si].0.push(r);
                     by_seg[si].1.push(lists.id(i as usize));
+                    chosen += 1;
                 }
             }
         }
-        by_seg
-            .par_iter_mut()
-            .enumerate()
-            .filter(|(_, (r, _))| !r.is_empty())
-            .map(|(si, (r, _))| view.segments[si].seg.ranks_to_keys_bulk_caching(r))
-            .collect::<Result<()>>()?;
-        for (keys, docs) in by_seg {
-            probes.extend(keys.into_iter().zip(docs).map(|(key, doc)| ProbeRecord {
-                key,
-                doc,
-                segs: u32::MAX,
-            }))?;
-        }
         stats.documents += lists.len() as u64;
         lo = hi;
+        if chosen >= max_chosen {
+            map_chosen(&mut by_seg, &mut probes)?;
+            chosen = 0;
+        }
     }
+    map_chosen(&mut by_seg, &mut probes)?;
     stats.probe_records = probes.stats().records;
     let probes = probes.finish()?;
     stats.runs_spilled += probes.stats().runs_spilled;
@@ -421,50 +444,150 @@ pub fn join_pairs(
         ids.sort_unstable();
         ids.dedup();
         let mut lists = crate::query::DocLists::read(view, ids)?;
+        // Each partner group with its first position in `chunk`.
+        let groups: Vec<(usize, &[DocPair])> = chunk
+            .chunk_by(|x, y| x.a == y.a)
+            .scan(0usize, |at, g| {
+                let here = *at;
+                *at += g.len();
+                Some((here, g))
+            })
+            .collect();
+        let ranked = |si: usize| view.segments[si].seg.ranked_forward();
+        // The pairs compared by hashes (not within one format-3 segment), as `(di, ai)`
+        // positions in `lists`, by their position in `chunk`.
+        let by_hashes = |lists: &crate::query::DocLists, c: &DocPair, sd: usize| {
+            let ai = lists.find(c.b)?;
+            (!(by_order && ranked(sd) && lists.segment(ai) == Some(sd))).then_some(ai)
+        };
+        // With all / mod:M sampling (the decision grows with the intersection at fixed
+        // sizes), a pair compared by hashes with a format-3 side is first bounded by its
+        // coarse keys (`segment::coarse_overlap`: 16 bits a feature, from a 0.4 MB table per
+        // segment, no rank mapped to its key); only the pairs the bound lets through get
+        // their lists mapped. A pair ruled out is one the verification would reject.
+        let coarse = matches!(cfg.sample, Sample::All | Sample::Mod(_));
+        let mut ruled_out = vec![false; chunk.len()];
+        if coarse {
+            // The documents of such pairs; then, per segment, whether the bound pays
+            // (`Segment::coarse_pays`: not for a few candidates, as an ingest's).
+            let mut cross = vec![false; lists.len()];
+            for &(_, g) in &groups {
+                let Some(di) = lists.find(g[0].a) else {
+                    continue;
+                };
+                let Some(sd) = lists.segment(di) else {
+                    continue;
+                };
+                let d_len = lists.raw(di).len();
+                for c in g {
+                    if !in_bounds(d_len, c.b) {
+                        continue;
+                    }
+                    let Some(ai) = by_hashes(&lists, c, sd) else {
+                        continue;
+                    };
+                    if lists.segment(ai).is_some_and(|sa| ranked(sa) || ranked(sd)) {
+                        cross[di] = true;
+                        cross[ai] = true;
+                    }
+                }
+            }
+            let mut wanted = vec![0u64; view.segments.len()];
+            for i in (0..lists.len()).filter(|&i| cross[i]) {
+                if let Some(si) = lists.segment(i) {
+                    wanted[si] += lists.raw(i).len() as u64;
+                }
+            }
+            let pays: Vec<bool> = (view.segments.iter().zip(&wanted))
+                .map(|(s, &w)| w == 0 || s.seg.coarse_pays(w))
+                .collect();
+            let need_c: Vec<bool> = (0..lists.len())
+                .map(|i| cross[i] && lists.segment(i).is_some_and(|si| pays[si]))
+                .collect();
+            lists.map_coarse(view, |i| need_c[i])?;
+            let lists = &lists;
+            let outs: Vec<Vec<usize>> = groups
+                .par_iter()
+                .map(|&(at, g)| {
+                    let mut out = Vec::new();
+                    let Some(di) = lists.find(g[0].a) else {
+                        return out;
+                    };
+                    let (Some(sd), Some(cd)) = (lists.segment(di), lists.coarse(di)) else {
+                        return out;
+                    };
+                    for (k, c) in g.iter().enumerate() {
+                        if !in_bounds(cd.len(), c.b) {
+                            continue;
+                        }
+                        let Some(ai) = by_hashes(lists, c, sd) else {
+                            continue;
+                        };
+                        let Some(ca) = lists.coarse(ai) else { continue };
+                        let bound = segment::coarse_overlap(ca, cd);
+                        if !cfg
+                            .sample
+                            .may_reach(cfg.threshold, ca.len(), cd.len(), bound)
+                        {
+                            out.push(at + k);
+                        }
+                    }
+                    out
+                })
+                .collect();
+            for k in outs.into_iter().flatten() {
+                ruled_out[k] = true;
+            }
+        }
         let mut need = vec![false; lists.len()];
-        for g in chunk.chunk_by(|x, y| x.a == y.a) {
+        for &(at, g) in &groups {
             let Some(di) = lists.find(g[0].a) else {
                 continue;
             };
             let Some(sd) = lists.segment(di) else {
                 continue;
             };
-            let ranked = view.segments[sd].seg.ranked_forward();
             let d_len = lists.raw(di).len();
-            for c in g.iter().filter(|c| in_bounds(d_len, c.b)) {
-                let Some(ai) = lists.find(c.b) else { continue };
-                if !(by_order && ranked && lists.segment(ai) == Some(sd)) {
+            for (k, c) in g.iter().enumerate() {
+                if !in_bounds(d_len, c.b) || ruled_out[at + k] {
+                    continue;
+                }
+                if let Some(ai) = by_hashes(&lists, c, sd) {
                     need[di] = true;
                     need[ai] = true;
                 }
             }
         }
         lists.map_hashes(view, |i| need[i])?;
-        let groups: Vec<&[DocPair]> = chunk.chunk_by(|x, y| x.a == y.a).collect();
         let lists = &lists;
-        let results: Vec<Result<(Vec<Pair>, u64)>> = groups
+        let ruled_out = &ruled_out;
+        let results: Vec<Result<(Vec<Pair>, u64, u64)>> = groups
             .par_iter()
             .map_init(
                 || (Vec::new(), Vec::new()),
-                |(xa, xd), group| {
+                |(xa, xd), &(at, group)| {
                     let d = group[0].a;
                     let mut out = Vec::new();
-                    let mut checked = 0u64;
+                    let (mut checked, mut ruled) = (0u64, 0u64);
                     let Some(di) = lists.find(d) else {
-                        return Ok((out, checked));
+                        return Ok((out, checked, ruled));
                     };
                     let Some(sd) = lists.segment(di) else {
-                        return Ok((out, checked));
+                        return Ok((out, checked, ruled));
                     };
                     let rd = lists.raw(di);
                     let by_ranks = view.segments[sd].seg.ranked_forward() && by_order;
                     let m = rd.len();
-                    for c in group.iter() {
+                    for (k, c) in group.iter().enumerate() {
                         let a = c.b;
                         if !in_bounds(m, a) {
                             continue;
                         }
                         checked += 1;
+                        if ruled_out[at + k] {
+                            ruled += 1;
+                            continue;
+                        }
                         // A prober the size estimate left out (its size unlike its list):
                         // read here, as list by list did.
                         let (sa, ra, ha) = match lists.find(a) {
@@ -513,19 +636,20 @@ pub fn join_pairs(
                         }
                     }
                     xd.clear();
-                    Ok((out, checked))
+                    Ok((out, checked, ruled))
                 },
             )
             .collect();
-        let mut n = 0u64;
+        let (mut n, mut r_out) = (0u64, 0u64);
         for r in results {
-            let (pairs, checked) = r?;
+            let (pairs, checked, ruled) = r?;
             n += checked;
+            r_out += ruled;
             for p in &pairs {
                 found.push(PairRecord::from_pair(p))?;
             }
         }
-        Ok::<u64, Error>(n)
+        Ok::<(u64, u64), Error>((n, r_out))
     };
     // Stored-list entries the chunk reads: partners, and the probers within their size
     // bounds, counted per candidate (an upper bound).
@@ -571,7 +695,9 @@ pub fn join_pairs(
         // Cut chunks at partner boundaries so each partner's list is read once.
         let new_partner = chunk.last().is_none_or(|l| l.a != c.a);
         if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= max_listed) {
-            stats.candidates += verify_chunk(&chunk, &mut found)?;
+            let (n, r) = verify_chunk(&chunk, &mut found)?;
+            stats.candidates += n;
+            stats.ruled_out_coarse += r;
             chunk.clear();
             // The mapped pages go back after as many entries as the largest chunk lists, not
             // after every chunk: a format-3 chunk maps ranks in (nearly) every POSTINGS block,
@@ -595,7 +721,9 @@ pub fn join_pairs(
         }
         chunk.push(c);
     }
-    stats.candidates += verify_chunk(&chunk, &mut found)?;
+    let (n, r) = verify_chunk(&chunk, &mut found)?;
+    stats.candidates += n;
+    stats.ruled_out_coarse += r;
     drop(chunk);
     release_all(view);
     let found = found.finish()?;

@@ -24,6 +24,18 @@ pub(crate) fn word_pages_index(
     words: u32,
     word: impl Fn(u32, u32) -> String,
 ) -> crate::index::Index {
+    word_pages_index_as(dir, n, words, None, word)
+}
+
+/// [`word_pages_index`] created with segment format `format` (None: the default).
+#[cfg(test)]
+pub(crate) fn word_pages_index_as(
+    dir: &std::path::Path,
+    n: u32,
+    words: u32,
+    format: Option<u32>,
+    word: impl Fn(u32, u32) -> String,
+) -> crate::index::Index {
     let docs = dir.join("docs");
     std::fs::create_dir_all(&docs).unwrap();
     for d in 0..n {
@@ -31,7 +43,10 @@ pub(crate) fn word_pages_index(
         let html = format!("<html><body><p>{}</p></body></html>", text.join(" "));
         std::fs::write(docs.join(format!("d{d:02}.html")), html).unwrap();
     }
-    let create = crate::options::CreateOptions::default();
+    let create = crate::options::CreateOptions {
+        segment_format: format,
+        ..Default::default()
+    };
     let mut ix = crate::index::Index::open_writer(dir.join("idx"), &create).unwrap();
     let opts = IngestOptions {
         mem_bytes: 16 << 20,

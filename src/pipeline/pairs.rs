@@ -261,6 +261,13 @@ impl Probers<'_, '_> {
         let by_order = compares_by_order(sample);
         let mut probers = DocLists::read(view, group.to_vec())?;
         probers.map_hashes_caching(view, |_| true)?;
+        // Coarse keys of the probers (from their hashes) for the candidates of other format-3
+        // segments (below).
+        if matches!(sample, Sample::All | Sample::Mod(_))
+            && view.segments.iter().any(|s| s.seg.ranked_forward())
+        {
+            probers.map_coarse(view, |_| true)?;
+        }
         let probers = &probers;
         let idx: Vec<u32> = (0..probers.len() as u32).collect();
         let probed: Vec<Result<Probed>> = idx
@@ -319,8 +326,13 @@ impl Probers<'_, '_> {
             return Ok(());
         }
         // The candidates of other format-3 segments: their lists a group at a time, mapped
-        // in bulk, then each (prober, candidate) compared by hashes.
+        // in bulk, then each (prober, candidate) compared by hashes. With all / mod:M
+        // sampling each pair is first bounded by the coarse keys of the two lists
+        // (`segment::coarse_overlap`; the candidate's from its ranks, no rank mapped), and
+        // only the lists of the pairs the bound lets through are mapped.
+        let coarse = matches!(sample, Sample::All | Sample::Mod(_));
         later.sort_unstable_by_key(|&(i, d)| (d, i));
+
         let mut cands: Vec<u32> = later.iter().map(|&(_, d)| d).collect();
         cands.dedup();
         let mut c0 = 0;
@@ -330,13 +342,55 @@ impl Probers<'_, '_> {
             let last = cands[c1 - 1];
             let l1 = l0 + later[l0..].partition_point(|&(_, d)| d <= last);
             let mut lists = DocLists::read(view, cands[c0..c1].to_vec())?;
-            lists.map_hashes_caching(view, |_| true)?;
+            let mut keep = vec![true; l1 - l0];
+            // Whether the bound pays per segment (`Segment::coarse_pays`: not for a few
+            // candidates).
+            let mut wanted = vec![0u64; view.segments.len()];
+            for j in 0..lists.len() {
+                if let Some(si) = lists.segment(j) {
+                    wanted[si] += lists.raw(j).len() as u64;
+                }
+            }
+            let pays: Vec<bool> = (view.segments.iter().zip(&wanted))
+                .map(|(s, &w)| w == 0 || s.seg.coarse_pays(w))
+                .collect();
+            if coarse && pays.iter().any(|&p| p) {
+                let want: Vec<bool> = (0..lists.len())
+                    .map(|j| lists.segment(j).is_some_and(|si| pays[si]))
+                    .collect();
+                lists.map_coarse(view, |j| want[j])?;
+                let l = &lists;
+                keep = later[l0..l1]
+                    .par_iter()
+                    .map(|&(i, d)| {
+                        let x = probers.coarse(i as usize);
+                        let y = l.find(d).and_then(|j| l.coarse(j));
+                        let (Some(x), Some(y)) = (x, y) else {
+                            return true;
+                        };
+                        let bound = crate::segment::coarse_overlap(x, y);
+                        sample.may_reach(t, x.len(), y.len(), bound)
+                    })
+                    .collect();
+                stats.ruled_out_coarse += keep.iter().filter(|&&k| !k).count() as u64;
+                let mut need = vec![false; lists.len()];
+                for (&(_, d), _) in later[l0..l1].iter().zip(&keep).filter(|(_, &k)| k) {
+                    if let Some(j) = lists.find(d) {
+                        need[j] = true;
+                    }
+                }
+                lists.map_hashes_caching(view, |j| need[j])?;
+            } else {
+                lists.map_hashes_caching(view, |_| true)?;
+            }
             let lists = &lists;
+            let keep = &keep;
             let found: Vec<Vec<Pair>> = later[l0..l1]
                 .par_chunks(256)
-                .map(|chunk| {
+                .zip(keep.par_chunks(256))
+                .map(|(chunk, keep)| {
                     let mut out = Vec::new();
-                    for &(i, d) in chunk {
+                    for (&(i, d), _) in chunk.iter().zip(keep).filter(|(_, &k)| k) {
                         let (Some(x), Some(y)) = (
                             probers.hashes(i as usize),
                             lists.find(d).and_then(|j| lists.hashes(j)),
@@ -482,6 +536,13 @@ mod tests {
                 assert_eq!(p3, p2, "{sample} {t}");
                 assert_eq!(s3.candidates, s2.candidates);
                 assert_eq!(s2.verified_by_ranks, 0);
+                // Candidates of the other segment the coarse-key bound ruled out unmapped
+                // (all, mod:M) are among those verification rejects.
+                assert_eq!(s2.ruled_out_coarse, 0);
+                assert!(s3.ruled_out_coarse <= s3.candidates - s3.pairs, "{s3:?}");
+                if !matches!(sample, "all" | "mod:2") {
+                    assert_eq!(s3.ruled_out_coarse, 0);
+                }
                 let ranked = v3.segments.iter().all(|s| s.seg.ranked_forward());
                 let by_order = crate::query::compares_by_order(s);
                 assert_eq!(s3.verified_by_ranks > 0, ranked && by_order, "{sample} {t}");

@@ -18,6 +18,10 @@ pub struct PairsStats {
     /// Candidates verified by their ranks in the probing document's own format-3 segment
     /// (no rank turned back into a key; `query::verify`).
     pub verified_by_ranks: u64,
+    /// Candidates of `candidates` compared across segments (at least one of them format 3)
+    /// that the bound of their coarse keys ruled out (`segment::coarse_overlap`): no rank of
+    /// theirs was mapped to its key (all and mod:M sampling; join and probe matching).
+    pub ruled_out_coarse: u64,
     pub pairs: u64,
     /// Blocks of probing documents processed.
     pub blocks: u64,

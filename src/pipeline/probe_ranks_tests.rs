@@ -100,6 +100,9 @@ fn probes_chosen_on_ranks_are_the_hash_choice() {
 fn join_on_ranks_equals_join_on_hashes() {
     let tmp = tempfile::tempdir().unwrap();
     for sample in ["all", "mod:2", "bottomk:40", "adaptive"] {
+        // Cross-segment candidates the coarse-key bound ruled out unmapped (format 3, all
+        // and mod:M only).
+        let mut ruled_out = 0;
         let dir = tmp.path().join(sample.replace(':', "_"));
         let f2 = frequent_index(&dir.join("f2"), 2, sample);
         let f3 = frequent_index(&dir.join("f3"), 3, sample);
@@ -135,8 +138,14 @@ fn join_on_ranks_equals_join_on_hashes() {
                     assert_eq!(s3.candidate_records, s2.candidate_records, "{what}");
                     assert_eq!(s3.candidates, s2.candidates, "{what}");
                     assert_eq!(s3.documents, s2.documents, "{what}");
+                    assert_eq!(s2.ruled_out_coarse, 0, "{what}");
+                    assert!(s3.ruled_out_coarse <= s3.candidates, "{what}");
+                    ruled_out += s3.ruled_out_coarse;
                 }
             }
         }
+        let ranked = v3.segments.iter().any(|s| s.seg.ranked_forward());
+        let bounded = matches!(sample, "all" | "mod:2");
+        assert_eq!(ruled_out > 0, ranked && bounded, "{sample}: {ruled_out}");
     }
 }

@@ -102,6 +102,9 @@ pub struct DocLists {
     hash_at: Vec<(u32, usize, usize)>,
     /// Per segment: the mapped hashes of its documents, one after the other.
     hashes: Vec<Vec<u64>>,
+    /// Per document: where its coarse keys lie in `coarse` (None: not computed).
+    coarse_at: Vec<Option<(usize, usize)>>,
+    coarse: Vec<u16>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -131,6 +134,7 @@ impl DocLists {
             seg: Vec::with_capacity(ids.len()),
             raw_at: Vec::with_capacity(ids.len() + 1),
             hash_at: vec![(NONE, 0, 0); ids.len()],
+            coarse_at: vec![None; ids.len()],
             ids,
             ..Default::default()
         };
@@ -199,6 +203,70 @@ impl DocLists {
     /// ([`crate::segment::Segment::ranks_to_keys_bulk_caching`]).
     pub fn map_hashes_caching(&mut self, view: &View, need: impl Fn(usize) -> bool) -> Result<()> {
         self.map_hashes_as(view, need, true)
+    }
+
+    /// Computes the coarse keys ([`crate::segment::coarse_key`]) of every document `i` with
+    /// `need(i)`, in parallel: from its hashes when they are mapped or stored, else from its
+    /// ranks through its segment's rank -> coarse table ([`crate::segment::Segment::coarse_into`]),
+    /// with no rank mapped to its key. A document whose segment has no such table gets none.
+    pub fn map_coarse(&mut self, view: &View, need: impl Fn(usize) -> bool + Sync) -> Result<()> {
+        use rayon::prelude::*;
+        let todo: Vec<usize> = (0..self.ids.len())
+            .filter(|&i| self.seg[i] != NONE && self.coarse_at[i].is_none() && need(i))
+            .collect();
+        // Each segment's table built once, before the documents share it.
+        let mut segs: Vec<usize> = todo
+            .iter()
+            .filter(|&&i| self.hashes(i).is_none())
+            .map(|&i| self.seg[i] as usize)
+            .collect();
+        segs.sort_unstable();
+        segs.dedup();
+        segs.par_iter().try_for_each(|&si| {
+            view.segments[si]
+                .seg
+                .coarse_into(&[], &mut Vec::new())
+                .map(|_| ())
+        })?;
+        let this = &*self;
+        let parts: Vec<Result<(Vec<(usize, usize)>, Vec<u16>)>> = todo
+            .par_chunks(256)
+            .map(|chunk| {
+                let (mut lens, mut flat) = (Vec::new(), Vec::new());
+                for &i in chunk {
+                    let before = flat.len();
+                    let ok = match this.hashes(i) {
+                        Some(h) => {
+                            flat.extend(h.iter().map(|&x| crate::segment::coarse_key(x)));
+                            true
+                        }
+                        None => {
+                            let seg = &view.segments[this.seg[i] as usize].seg;
+                            seg.coarse_into(this.raw(i), &mut flat)?
+                        }
+                    };
+                    if ok {
+                        lens.push((i, flat.len() - before));
+                    }
+                }
+                Ok((lens, flat))
+            })
+            .collect();
+        for p in parts {
+            let (lens, flat) = p?;
+            let mut at = self.coarse.len();
+            for (i, len) in lens {
+                self.coarse_at[i] = Some((at, len));
+                at += len;
+            }
+            self.coarse.extend(flat);
+        }
+        Ok(())
+    }
+
+    /// Document `i`'s coarse keys, if [`DocLists::map_coarse`] computed them.
+    pub fn coarse(&self, i: usize) -> Option<&[u16]> {
+        self.coarse_at[i].map(|(at, len)| &self.coarse[at..at + len])
     }
 
     fn map_hashes_as(

@@ -180,6 +180,15 @@ pub fn ranked_forward(dir: &Path, bytes: &[u8]) -> usize {
     let mut past = vec![0, keys.len() as u64];
     let e = seg.ranks_to_keys_by_blocks(&mut past).unwrap_err();
     assert!(e.is_corruption(), "{e}");
+    // Ranks to coarse keys (the verification's bound): those of the keys, and a rank past
+    // the keys is corruption.
+    let ranks: Vec<u64> = (0..keys.len() as u64).collect();
+    let mut coarse = Vec::new();
+    assert!(seg.coarse_into(&ranks, &mut coarse).expect("coarse_into"));
+    let want: Vec<u16> = keys.iter().map(|&k| super::coarse_key(k)).collect();
+    assert_eq!(coarse, want, "ranks mapped to coarse keys");
+    let e = seg.coarse_into(&past, &mut coarse).unwrap_err();
+    assert!(e.is_corruption(), "{e}");
     drop(seg);
     let _ = std::fs::remove_file(&path);
     keys.len()

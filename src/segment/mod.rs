@@ -41,8 +41,8 @@ pub use postings::{
     RAW_MAX, TAG_RAW, TAG_ROARING,
 };
 pub use reader::{
-    key_cache_share, key_cache_usage, set_key_cache_budget, Entries, Segment,
-    DEFAULT_KEY_CACHE_BYTES, KEY_CACHE_ENV, LOOKUP_GROUP,
+    coarse_key, coarse_overlap, key_cache_share, key_cache_usage, set_key_cache_budget, Entries,
+    Segment, COARSE_BITS, DEFAULT_KEY_CACHE_BYTES, KEY_CACHE_ENV, LOOKUP_GROUP,
 };
 pub use seek::Seeker;
 pub use u64s::{

@@ -97,6 +97,50 @@ pub struct Segment {
     /// budget ([`KEY_CACHE_ENV`]) allows; `None` when it does not (or a block is damaged:
     /// the per-rank path then reports it).
     key_cache: OnceLock<Option<KeyCache>>,
+    /// Format 3: the coarse key of every rank ([`Segment::coarse_into`]), built on first use
+    /// by one sequential pass over the POSTINGS keys; `None` when the segment has no ranks
+    /// or more than `u32::MAX` keys.
+    coarse: OnceLock<Option<CoarseRanks>>,
+    /// Format 3: ranks readers wanted mapped to keys for a cross-segment comparison so far
+    /// ([`Segment::coarse_pays`]).
+    coarse_wanted: AtomicU64,
+}
+
+/// Bits of a feature hash kept in its coarse key ([`coarse_key`]).
+pub const COARSE_BITS: u32 = 16;
+
+/// The coarse key of a feature hash: its top [`COARSE_BITS`] bits. Two equal hashes have
+/// equal coarse keys, and coarse keys ascend with the hashes, so the merge count of two
+/// sorted coarse lists ([`coarse_overlap`]) bounds the two hash lists' intersection from
+/// above.
+#[inline]
+pub fn coarse_key(hash: u64) -> u16 {
+    (hash >> (64 - COARSE_BITS)) as u16
+}
+
+/// An upper bound of `|A ∩ B|` for two sorted lists of distinct feature hashes from their
+/// coarse keys `a`, `b` (ascending, with repeats): the sum over coarse values of the smaller
+/// of the two counts, which a shared hash always adds to.
+pub fn coarse_overlap(a: &[u16], b: &[u16]) -> u64 {
+    let (mut i, mut j, mut n) = (0usize, 0usize, 0u64);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        n += u64::from(x == y);
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    n
+}
+
+/// A format-3 segment's rank -> coarse key map: `first[v]` is the first rank whose key's
+/// coarse key is at least `v` (`2^COARSE_BITS + 1` entries, the last the key count), `dir[j]`
+/// the coarse key of rank `j << shift` (so a rank's coarse key is found from `dir` by a step
+/// or two along `first`). About 0.4 MB whatever the segment's size.
+struct CoarseRanks {
+    first: Box<[u32]>,
+    dir: Box<[u16]>,
+    shift: u32,
+    total: u64,
 }
 
 /// Environment variable: the process-wide budget in bytes for decoded POSTINGS key sequences
@@ -248,6 +292,8 @@ impl Segment {
             rank_blocks: OnceLock::new(),
             ranks_selected: AtomicU64::new(0),
             key_cache: OnceLock::new(),
+            coarse: OnceLock::new(),
+            coarse_wanted: AtomicU64::new(0),
         })
     }
 
@@ -1062,6 +1108,147 @@ impl Segment {
             }
         }
         Ok(())
+    }
+
+    /// Appends to `out` the coarse key ([`coarse_key`]) of every value of `list`, a FORWARD
+    /// list of this segment as stored ([`Segment::forward_raw_into`]): of the hash itself in
+    /// formats 1 and 2, of the POSTINGS key at the rank in format 3, through a table of about
+    /// 0.4 MB built on first use by one sequential pass over the keys (no rank mapped to its
+    /// key). False (nothing appended) when this segment has no such table (more than
+    /// `u32::MAX` keys). Exactly `coarse_key` of what [`Segment::ranks_to_keys`] gives.
+    pub fn coarse_into(&self, list: &[u64], out: &mut Vec<u16>) -> Result<bool> {
+        if !self.ranked_forward() {
+            out.extend(list.iter().map(|&h| coarse_key(h)));
+            return Ok(true);
+        }
+        let c = match self.coarse.get() {
+            Some(c) => c,
+            None => {
+                let c = self.load_coarse()?;
+                let _ = self.coarse.set(c);
+                self.coarse.get().unwrap_or(&None)
+            }
+        };
+        let Some(c) = c else {
+            return Ok(false);
+        };
+        out.reserve(list.len());
+        for &r in list {
+            if r >= c.total {
+                return Err(Error::corrupt(
+                    &self.path,
+                    0,
+                    format!(
+                        "forward list: rank {r} is past the {} POSTINGS keys",
+                        c.total
+                    ),
+                ));
+            }
+            let mut v = c.dir[(r >> c.shift) as usize] as usize;
+            while u64::from(c.first[v + 1]) <= r {
+                v += 1;
+            }
+            out.push(v as u16);
+        }
+        Ok(true)
+    }
+
+    /// Whether comparing this segment's lists by coarse keys first ([`Segment::coarse_into`])
+    /// pays, for a reader about to map `ranks` of its ranks to keys for cross-segment
+    /// comparisons: always in formats 1 and 2 (the hashes are stored) and once the table is
+    /// built; else the ranks count here, and the table (one sequential pass over the keys) is
+    /// worth building once they pass a 32nd of the POSTINGS keys (before that, mapping
+    /// them costs less than the pass: an ingest's few cross-segment candidates).
+    pub fn coarse_pays(&self, ranks: u64) -> bool {
+        if !self.ranked_forward() || self.coarse.get().is_some() {
+            return true;
+        }
+        let total = self.table(super::POSTINGS).map_or(0, |t| t.meta.entries);
+        let before = self.coarse_wanted.fetch_add(ranks, Ordering::Relaxed);
+        before + ranks > total / 32
+    }
+
+    /// Builds the rank -> coarse key table ([`CoarseRanks`]) by decoding every POSTINGS
+    /// block's keys in order (each block checked as a rank lookup checks it); None without
+    /// a rank table or with more than `u32::MAX` keys.
+    fn load_coarse(&self) -> Result<Option<CoarseRanks>> {
+        let (Some(starts), Some(t)) = (self.rank_starts()?, self.table(super::POSTINGS)) else {
+            return Ok(None);
+        };
+        let total = starts[starts.len() - 1];
+        if total > u64::from(u32::MAX) {
+            return Ok(None);
+        }
+        let values = 1usize << COARSE_BITS;
+        // About one to two `dir` entries a coarse value.
+        let shift = (total / values as u64).max(1).ilog2();
+        let mut first = vec![0u32; values + 1];
+        let mut dir = Vec::with_capacity((total >> shift) as usize + 1);
+        let mut next = 0usize; // first[..next] are set
+        let mut prev: Option<u64> = None;
+        let mut decoded = Vec::new();
+        let slots = self
+            .rank_blocks
+            .get_or_init(|| (0..t.blocks.len()).map(|_| OnceLock::new()).collect());
+        for bi in 0..starts.len() - 1 {
+            let (lo, hi) = (starts[bi], starts[bi + 1]);
+            let ks = match slots.get(bi).and_then(|k| k.get()) {
+                Some(ks) => *ks,
+                None => {
+                    let ks = self.key_seq(t, bi, hi - lo)?;
+                    if let Some(slot) = slots.get(bi) {
+                        let _ = slot.set(ks);
+                    }
+                    ks
+                }
+            };
+            let bytes = self.map.get(ks.at..).unwrap_or(&[]);
+            let (ef, _) = EfView::with_layout(bytes, ks.lay).ok_or_else(|| {
+                Error::corrupt(&self.path, ks.at as u64, "POSTINGS keys out of range")
+            })?;
+            decoded.clear();
+            ef.decode_into(ks.first_key, &mut decoded);
+            if decoded.len() as u64 != hi - lo {
+                return Err(Error::corrupt(
+                    &self.path,
+                    t.blocks[bi].offset,
+                    format!(
+                        "POSTINGS block {bi} decodes to {} keys, the rank table says {}",
+                        decoded.len(),
+                        hi - lo
+                    ),
+                ));
+            }
+            for (j, &k) in decoded.iter().enumerate() {
+                if prev.is_some_and(|p| p >= k) {
+                    return Err(Error::corrupt(
+                        &self.path,
+                        t.blocks[bi].offset,
+                        format!("POSTINGS keys out of order in block {bi}"),
+                    ));
+                }
+                prev = Some(k);
+                let r = lo + j as u64;
+                let v = coarse_key(k) as usize;
+                while next <= v {
+                    first[next] = r as u32;
+                    next += 1;
+                }
+                if r & ((1u64 << shift) - 1) == 0 {
+                    dir.push(v as u16);
+                }
+            }
+        }
+        while next <= values {
+            first[next] = total as u32;
+            next += 1;
+        }
+        Ok(Some(CoarseRanks {
+            first: first.into_boxed_slice(),
+            dir: dir.into_boxed_slice(),
+            shift,
+            total,
+        }))
     }
 
     /// Appends to `out` the ranks among this segment's POSTINGS keys of those of the sorted,

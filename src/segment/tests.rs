@@ -1325,3 +1325,102 @@ fn filter_thread_writes_the_inline_bytes() {
         }
     }
 }
+
+/// Format 3's rank -> coarse key table: every rank's coarse key is that of its key, for a
+/// segment of more keys than coarse values (so the table's directory skips ranks) and for a
+/// small one; format 2 takes the coarse keys of the stored hashes; a rank past the keys is
+/// corruption. The merge count of two coarse lists bounds the lists' intersection from above.
+#[test]
+fn coarse_keys_of_ranks_are_their_keys_coarse_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    for (n, version) in [(200_000u64, 3), (3000, 3), (3000, 2)] {
+        let mut postings = BTreeMap::new();
+        for i in 0..n {
+            let mut v = Vec::new();
+            encode_postings(&[i as u32], &mut v);
+            postings.insert(filter_test_mix(i), v);
+        }
+        let keys: Vec<u64> = postings.keys().copied().collect();
+        let mut tables: Tables = [(POSTINGS, postings)].into_iter().collect();
+        let mut forward = BTreeMap::new();
+        // Document d holds every (d + 2)-th key, from the first.
+        for d in 0..4u64 {
+            let list: Vec<u64> = if version == 3 {
+                (0..n).step_by(d as usize + 2).collect()
+            } else {
+                keys.iter().step_by(d as usize + 2).copied().collect()
+            };
+            let mut v = Vec::new();
+            encode_u64s(&list, &mut v);
+            forward.insert(d, v);
+        }
+        tables.insert(FORWARD, forward);
+        let name = format!("coarse{n}v{version}");
+        write_version(dir.path(), &name, &tables, DEFAULT_BLOCK_TARGET, version);
+        let seg = Segment::open(dir.path().join(&name)).unwrap();
+        assert_eq!(seg.ranked_forward(), version == 3);
+        let all: Vec<u64> = if version == 3 {
+            (0..n).collect()
+        } else {
+            keys.clone()
+        };
+        let mut got = Vec::new();
+        assert!(seg.coarse_into(&all, &mut got).unwrap());
+        let want: Vec<u16> = keys.iter().map(|&k| coarse_key(k)).collect();
+        assert_eq!(got, want, "{name}");
+        let (mut raw, mut hashes) = (Vec::new(), Vec::new());
+        let mut coarse: Vec<Vec<u16>> = Vec::new();
+        for d in 0..4u64 {
+            assert!(seg.forward_raw_into(d, &mut raw).unwrap());
+            assert!(seg.forward_into(d, &mut hashes).unwrap());
+            let mut c = Vec::new();
+            assert!(seg.coarse_into(&raw, &mut c).unwrap());
+            let want: Vec<u16> = hashes.iter().map(|&h| coarse_key(h)).collect();
+            assert_eq!(c, want, "{name} doc {d}");
+            coarse.push(c);
+        }
+        // Doc 0 holds every 2nd key, doc 2 every 4th: doc 2's keys are all doc 0's.
+        assert!(coarse_overlap(&coarse[0], &coarse[2]) >= coarse[2].len() as u64);
+        assert_eq!(
+            coarse_overlap(&coarse[1], &coarse[1]),
+            coarse[1].len() as u64
+        );
+        // Docs 0 and 1 (every 2nd, every 3rd key) share every 6th: the bound is at least that.
+        let shared = n.div_ceil(6);
+        assert!(coarse_overlap(&coarse[0], &coarse[1]) >= shared, "{name}");
+        if version == 3 {
+            let e = seg.coarse_into(&[0, n], &mut got).unwrap_err();
+            assert!(
+                e.is_corruption() && e.to_string().contains(&format!("rank {n}")),
+                "{e}"
+            );
+        }
+    }
+    // The bound on lists of distinct hashes: never below the true intersection.
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for _ in 0..200 {
+        let shared: Vec<u64> = (0..next() % 50).map(|_| next() >> (next() % 20)).collect();
+        let mut a: Vec<u64> = (0..next() % 300).map(|_| next() >> (next() % 20)).collect();
+        let mut b: Vec<u64> = (0..next() % 300).map(|_| next() >> (next() % 20)).collect();
+        a.extend(&shared);
+        b.extend(&shared);
+        for v in [&mut a, &mut b] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        let inter = a.iter().filter(|x| b.binary_search(x).is_ok()).count() as u64;
+        let (ca, cb): (Vec<u16>, Vec<u16>) = (
+            a.iter().map(|&h| coarse_key(h)).collect(),
+            b.iter().map(|&h| coarse_key(h)).collect(),
+        );
+        let bound = coarse_overlap(&ca, &cb);
+        assert!(bound >= inter, "{bound} < {inter}");
+        assert!(bound <= ca.len().min(cb.len()) as u64);
+    }
+}

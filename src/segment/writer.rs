@@ -222,11 +222,12 @@ pub struct SegmentWriter {
 /// compatibility tests and before/after benchmarks.
 pub const FORMAT_ENV: &str = "NDD_SEGMENT_FORMAT";
 
-/// Format version written when `NDD_SEGMENT_FORMAT` is unset: 2. Version 3 is half the size;
-/// an ingest into a large index costs ~1.3x the CPU of version 2, but `pairs` at a small
-/// `--mem` (segments' keys beyond the key budget) ~3.5x (BENCHMARKS "Format 3 ingest into a
-/// large index"), so it is opt-in (`ingest --segment-format 3`).
-pub const DEFAULT_WRITE_VERSION: u32 = 2;
+/// Format version written when `NDD_SEGMENT_FORMAT` is unset, and by a new index unless
+/// created with `--segment-format 2`: 3, the half-size index (FORWARD lists as ranks). An
+/// index created before the option existed keeps writing 2 (`options::LEGACY_SEGMENT_FORMAT`).
+/// CPU against version 2: BENCHMARKS "Format 3 by default: verification across segments by
+/// coarse keys".
+pub const DEFAULT_WRITE_VERSION: u32 = 3;
 
 /// The version `NDD_SEGMENT_FORMAT` asks for (1, 2 or 3), if it is set to one of them.
 pub fn format_override() -> Option<u32> {

@@ -1,6 +1,6 @@
 //! Segment format versions (format-spec/segment.md): an index whose three batches were
-//! written in formats 1, 2 and 3 (`NDD_SEGMENT_FORMAT=1|2|3`; 2 is the
-//! default) answers exactly like all-version-1, all-version-2 and all-version-3 indexes on the
+//! written in formats 1, 2 and 3 (`NDD_SEGMENT_FORMAT=1|2|3`; 3 is the
+//! default for a new index) answers exactly like all-version-1, all-version-2 and all-version-3 indexes on the
 //! llvm corpus; it verifies; `compact --full` rewrites it into one version-3 segment (and,
 //! with `NDD_SEGMENT_FORMAT=2`, an all-3 index into one version-2 segment: ranks decoded back
 //! to hashes) with the same pairs; version 2 takes at most 80 % of version 1's bytes and
@@ -133,7 +133,7 @@ fn mixed_versions_answer_alike_and_compaction_rewrites_to_version_3() {
 
 /// `ingest --segment-format 3` records the format at creation: later ingests and
 /// `compact --full` without the flag write it too, `stats --json` shows it, and giving another
-/// one for the existing index is refused.
+/// one for the existing index is refused; without the flag a new index gets format 3.
 #[test]
 fn segment_format_is_a_creation_option() {
     let tmp = temp_dir("segfmt-opt");
@@ -183,6 +183,13 @@ fn segment_format_is_a_creation_option() {
     assert!(ingest(&two, &b1, &[]).status.success());
     assert_eq!(segment_versions(&two), vec![2, 2]);
     assert_eq!(two.stats()["options"]["segment_format"], 2);
+    // Without the option a new index writes (and records) format 3, the default.
+    let dflt = TestIndex::new("segfmt-optd");
+    assert!(ingest(&dflt, &b0, &[]).status.success());
+    assert!(ingest(&dflt, &b1, &[]).status.success());
+    assert_eq!(segment_versions(&dflt), vec![3, 3]);
+    assert_eq!(dflt.stats()["options"]["segment_format"], 3);
+    assert_eq!(dflt.pairs("0.8"), two.pairs("0.8"));
     let bad = ingest(
         &TestIndex::new("segfmt-opt1"),
         &b0,
