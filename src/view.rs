@@ -1057,12 +1057,9 @@ fn add_frequent(seg: &Segment, frequent: &mut FeatureMap<u32>) -> Result<()> {
 mod df_table_tests {
     use super::*;
 
-    fn mix(mut h: u64) -> u64 {
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
+    /// A bijection spreading keys over the u64 range (MurmurHash3's finalizer).
+    fn mix(h: u64) -> u64 {
+        crate::segment::filter::mix(h, 0)
     }
 
     /// The table answers as the map it was built from: uniform keys, keys that all share

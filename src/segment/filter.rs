@@ -20,7 +20,7 @@ const MAX_ATTEMPTS: u64 = 100;
 
 /// The 64-bit finalizer of MurmurHash3: a bijection, so distinct keys get distinct hashes.
 #[inline]
-fn mix(key: u64, seed: u64) -> u64 {
+pub(crate) fn mix(key: u64, seed: u64) -> u64 {
     let mut h = key.wrapping_add(seed);
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);

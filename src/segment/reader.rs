@@ -1061,9 +1061,6 @@ impl Segment {
             fill[b] += 1;
         }
         drop(fill);
-        let slots = self
-            .rank_blocks
-            .get_or_init(|| (0..t.blocks.len()).map(|_| OnceLock::new()).collect());
         let mut decoded: Vec<u64> = Vec::new();
         for bi in 0..blocks {
             let here = &order[at[bi] as usize..at[bi + 1] as usize];
@@ -1071,20 +1068,8 @@ impl Segment {
                 continue;
             }
             let (lo, hi) = (starts[bi], starts[bi + 1]);
-            let ks = match slots.get(bi).and_then(|k| k.get()) {
-                Some(ks) => *ks,
-                None => {
-                    let ks = self.key_seq(t, bi, hi - lo)?;
-                    if let Some(slot) = slots.get(bi) {
-                        let _ = slot.set(ks);
-                    }
-                    ks
-                }
-            };
-            let bytes = self.map.get(ks.at..).unwrap_or(&[]);
-            let (ef, _) = EfView::with_layout(bytes, ks.lay).ok_or_else(|| {
-                Error::corrupt(&self.path, ks.at as u64, "POSTINGS keys out of range")
-            })?;
+            let ks = self.key_seq_cached(t, bi, hi - lo)?;
+            let ef = self.key_ef(&ks)?;
             if here.len() as u64 * DECODE_WHOLE_BLOCK >= hi - lo {
                 // Many ranks in this block: one sequential decode of its keys (it reads the
                 // block's bytes in order; selects at random positions miss the cache on
@@ -1187,25 +1172,10 @@ impl Segment {
         let mut next = 0usize; // first[..next] are set
         let mut prev: Option<u64> = None;
         let mut decoded = Vec::new();
-        let slots = self
-            .rank_blocks
-            .get_or_init(|| (0..t.blocks.len()).map(|_| OnceLock::new()).collect());
         for bi in 0..starts.len() - 1 {
             let (lo, hi) = (starts[bi], starts[bi + 1]);
-            let ks = match slots.get(bi).and_then(|k| k.get()) {
-                Some(ks) => *ks,
-                None => {
-                    let ks = self.key_seq(t, bi, hi - lo)?;
-                    if let Some(slot) = slots.get(bi) {
-                        let _ = slot.set(ks);
-                    }
-                    ks
-                }
-            };
-            let bytes = self.map.get(ks.at..).unwrap_or(&[]);
-            let (ef, _) = EfView::with_layout(bytes, ks.lay).ok_or_else(|| {
-                Error::corrupt(&self.path, ks.at as u64, "POSTINGS keys out of range")
-            })?;
+            let ks = self.key_seq_cached(t, bi, hi - lo)?;
+            let ef = self.key_ef(&ks)?;
             decoded.clear();
             ef.decode_into(ks.first_key, &mut decoded);
             if decoded.len() as u64 != hi - lo {
@@ -1416,9 +1386,6 @@ impl Segment {
             return Ok(());
         }
         let before = out.len();
-        let blocks = self
-            .rank_blocks
-            .get_or_init(|| (0..t.blocks.len()).map(|_| OnceLock::new()).collect());
         // The current block: its first and end rank, its key sequence.
         let mut cur: Option<(u64, u64, u64, EfView<'_>)> = None;
         for r in ranks {
@@ -1431,20 +1398,8 @@ impl Segment {
                     // starts[..blocks] ascend; the block is the last one starting at or before r.
                     let bi = starts[..starts.len() - 1].partition_point(|&s| s <= r) - 1;
                     let (lo, hi) = (starts[bi], starts[bi + 1]);
-                    let ks = match blocks.get(bi).and_then(|k| k.get()) {
-                        Some(ks) => *ks,
-                        None => {
-                            let ks = self.key_seq(t, bi, hi - lo)?;
-                            if let Some(slot) = blocks.get(bi) {
-                                let _ = slot.set(ks);
-                            }
-                            ks
-                        }
-                    };
-                    let bytes = self.map.get(ks.at..).unwrap_or(&[]);
-                    let (ef, _) = EfView::with_layout(bytes, ks.lay).ok_or_else(|| {
-                        Error::corrupt(&self.path, ks.at as u64, "POSTINGS keys out of range")
-                    })?;
+                    let ks = self.key_seq_cached(t, bi, hi - lo)?;
+                    let ef = self.key_ef(&ks)?;
                     cur = Some((lo, hi, ks.first_key, ef));
                     (lo, ks.first_key, ef)
                 }
@@ -1505,6 +1460,29 @@ impl Segment {
         Some(KeyCache {
             keys: keys.into_boxed_slice(),
         })
+    }
+
+    /// `key_seq` of POSTINGS block `bi`, checked once and remembered in `rank_blocks`.
+    fn key_seq_cached(&self, t: &Table, bi: usize, count: u64) -> Result<KeySeq> {
+        let slots = self
+            .rank_blocks
+            .get_or_init(|| (0..t.blocks.len()).map(|_| OnceLock::new()).collect());
+        if let Some(ks) = slots.get(bi).and_then(|k| k.get()) {
+            return Ok(*ks);
+        }
+        let ks = self.key_seq(t, bi, count)?;
+        if let Some(slot) = slots.get(bi) {
+            let _ = slot.set(ks);
+        }
+        Ok(ks)
+    }
+
+    /// The key sequence `ks` locates, as an Elias-Fano view of the map.
+    fn key_ef(&self, ks: &KeySeq) -> Result<EfView<'_>> {
+        let bytes = self.map.get(ks.at..).unwrap_or(&[]);
+        EfView::with_layout(bytes, ks.lay)
+            .map(|(ef, _)| ef)
+            .ok_or_else(|| Error::corrupt(&self.path, ks.at as u64, "POSTINGS keys out of range"))
     }
 
     /// POSTINGS block `bi`, checked (crc, structure) and holding `count` keys (its share of

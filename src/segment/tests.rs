@@ -1253,12 +1253,7 @@ fn batched_postings_lookups_equal_one_at_a_time() {
 
 /// A bijection of `i` spreading keys over the u64 range (MurmurHash3's finalizer).
 fn filter_test_mix(i: u64) -> u64 {
-    let mut h = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
+    super::filter::mix(i, 0x9e37_79b9_7f4a_7c15)
 }
 
 /// The fuzz target `segment_file` on damaged copies of a small segment with key filters:
