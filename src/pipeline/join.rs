@@ -460,6 +460,26 @@ pub fn join_pairs(
             let ai = lists.find(c.b)?;
             (!(by_order && ranked(sd) && lists.segment(ai) == Some(sd))).then_some(ai)
         };
+        // The pairs within the size bounds compared by hashes, as `(position in chunk, di,
+        // ai, segment of d)`: found once, for the coarse bound and for the mapping.
+        let mut hashed: Vec<(usize, usize, usize, usize)> = Vec::new();
+        for &(at, g) in &groups {
+            let Some(di) = lists.find(g[0].a) else {
+                continue;
+            };
+            let Some(sd) = lists.segment(di) else {
+                continue;
+            };
+            let d_len = lists.raw(di).len();
+            for (k, c) in g.iter().enumerate() {
+                if !in_bounds(d_len, c.b) {
+                    continue;
+                }
+                if let Some(ai) = by_hashes(&lists, c, sd) {
+                    hashed.push((at + k, di, ai, sd));
+                }
+            }
+        }
         // With all / mod:M sampling (the decision grows with the intersection at fixed
         // sizes), a pair compared by hashes with a format-3 side is first bounded by its
         // coarse keys (`segment::coarse_overlap`: 16 bits a feature, from a 0.4 MB table per
@@ -471,25 +491,10 @@ pub fn join_pairs(
             // The documents of such pairs; then, per segment, whether the bound pays
             // (`Segment::coarse_pays`: not for a few candidates, as an ingest's).
             let mut cross = vec![false; lists.len()];
-            for &(_, g) in &groups {
-                let Some(di) = lists.find(g[0].a) else {
-                    continue;
-                };
-                let Some(sd) = lists.segment(di) else {
-                    continue;
-                };
-                let d_len = lists.raw(di).len();
-                for c in g {
-                    if !in_bounds(d_len, c.b) {
-                        continue;
-                    }
-                    let Some(ai) = by_hashes(&lists, c, sd) else {
-                        continue;
-                    };
-                    if lists.segment(ai).is_some_and(|sa| ranked(sa) || ranked(sd)) {
-                        cross[di] = true;
-                        cross[ai] = true;
-                    }
+            for &(_, di, ai, sd) in &hashed {
+                if lists.segment(ai).is_some_and(|sa| ranked(sa) || ranked(sd)) {
+                    cross[di] = true;
+                    cross[ai] = true;
                 }
             }
             let mut wanted = vec![0u64; view.segments.len()];
@@ -540,22 +545,10 @@ pub fn join_pairs(
             }
         }
         let mut need = vec![false; lists.len()];
-        for &(at, g) in &groups {
-            let Some(di) = lists.find(g[0].a) else {
-                continue;
-            };
-            let Some(sd) = lists.segment(di) else {
-                continue;
-            };
-            let d_len = lists.raw(di).len();
-            for (k, c) in g.iter().enumerate() {
-                if !in_bounds(d_len, c.b) || ruled_out[at + k] {
-                    continue;
-                }
-                if let Some(ai) = by_hashes(&lists, c, sd) {
-                    need[di] = true;
-                    need[ai] = true;
-                }
+        for &(pos, di, ai, _) in &hashed {
+            if !ruled_out[pos] {
+                need[di] = true;
+                need[ai] = true;
             }
         }
         lists.map_hashes(view, |i| need[i])?;
