@@ -511,6 +511,64 @@ mod tests {
         assert_eq!(sorts_budget(f3.view(), mem), mem);
     }
 
+    /// The planner counts what format 3 maps: every prober's features (the probe matching)
+    /// and the join's records of ranked probers, all of them for format 3, none for format 2;
+    /// through the key caches while the share holds the segments' keys, else by selects.
+    #[test]
+    fn planner_counts_format_3_mapping() {
+        use crate::pipeline::plan::plan;
+        let tmp = tempfile::tempdir().unwrap();
+        let f2 = two_batch_index(&tmp.path().join("f2"), 2, "all");
+        let f3 = two_batch_index(&tmp.path().join("f3"), 3, "all");
+        let cfg = PairsConfig::new(f2.options().sample().unwrap(), "0.5".parse().unwrap());
+        let big = 1u64 << 30;
+        let p2 = plan(f2.view(), &cfg, 0..f2.view().doc_ids(), 0, big);
+        assert_eq!(
+            (p2.ranked_features, p2.ranked_records),
+            (0.0, 0.0),
+            "{p2:?}"
+        );
+        assert_eq!((p2.cached_key_bytes, p2.uncached_postings_bytes), (0, 0));
+        if std::env::var_os(crate::segment::FORMAT_ENV).is_some() {
+            return; // the formats written are not the ones asked for
+        }
+        let v3 = f3.view();
+        let features: u64 = (0..v3.doc_ids())
+            .filter(|&d| v3.is_live(d))
+            .map(|d| v3.size(d) as u64)
+            .sum();
+        let keys: u64 = (v3.segments.iter())
+            .map(|s| s.seg.table_meta(crate::segment::POSTINGS).unwrap().entries)
+            .sum();
+        let roomy = plan(v3, &cfg, 0..v3.doc_ids(), 0, big);
+        // Every document is sampled here (fewer than the planner's sample): exact counts.
+        assert!(v3.doc_ids() <= 256);
+        assert!(
+            (roomy.ranked_features - features as f64).abs() < 0.5,
+            "{roomy:?}"
+        );
+        assert!(
+            (roomy.ranked_records - roomy.join_records).abs() < 0.5,
+            "{roomy:?}"
+        );
+        assert!(roomy.ranked_records > 0.0);
+        assert_eq!(roomy.ranked_cached, 1.0);
+        assert_eq!(roomy.cached_key_bytes, 8 * keys);
+        assert_eq!(roomy.uncached_postings_bytes, 0);
+        // A budget whose key-cache share holds no segment's keys: all mapped by selects.
+        let tight = plan(v3, &cfg, 0..v3.doc_ids(), 0, 2);
+        assert_eq!(tight.ranked_cached, 0.0);
+        assert_eq!(tight.cached_key_bytes, 0);
+        let postings: u64 = (v3.segments.iter())
+            .map(|s| s.seg.table_meta(crate::segment::POSTINGS).unwrap().bytes)
+            .sum();
+        assert_eq!(tight.uncached_postings_bytes, postings);
+        assert_eq!(tight.ranked_features, roomy.ranked_features);
+        // The same counts cost the probe more than format 2's, by selects more than by cache
+        // (the index is far below the cache here: only the in-cache select is priced).
+        assert!(tight.cost_probe > p2.cost_probe, "{tight:?} {p2:?}");
+    }
+
     /// Verifying by ranks (candidates of the prober's own format-3 segment) finds exactly the
     /// pairs, counts and resemblances of verifying by hashes (format 2), for every sampling
     /// that compares by order, and the probe path and the join agree on format 3.

@@ -300,6 +300,20 @@ pub struct MatchPlan {
     pub join_candidate_records: f64,
     /// Estimated distinct candidates the join verifies (size bounds passed).
     pub join_candidates: f64,
+    /// Estimated features of the probing documents stored as ranks (format 3): the probe
+    /// matching maps every prober's list to its keys.
+    pub ranked_features: f64,
+    /// Estimated probe records of the join whose prober is stored as ranks: its phase 1 maps
+    /// the chosen ranks to their keys.
+    pub ranked_records: f64,
+    /// Share of that mapping done through a key cache (the segment's keys fit the key-cache
+    /// share of the budget: [`crate::segment::key_cache_share`]); the rest selects the key in
+    /// its POSTINGS block.
+    pub ranked_cached: f64,
+    /// Bytes the mapping ranges over: the key caches it may load (8 bytes a key), and the
+    /// POSTINGS tables of the other ranked segments.
+    pub cached_key_bytes: u64,
+    pub uncached_postings_bytes: u64,
     pub cost_probe: f64,
     pub cost_join: f64,
     pub choice: Matching,
@@ -358,6 +372,25 @@ const C_SEEK: f64 = 30e-9;
 /// The join's work per surviving lookup in a block it holds (find, value, list decode, the
 /// candidate loop): 300k join, 12.6 % of 17.9 s over 33.4 M lookups.
 const C_JOIN_LOOKUP: f64 = 70e-9;
+// Format 3 (FORWARD lists as ranks): what mapping ranks to keys adds, from format 3's CPU
+// over format 2's on the same pages (BENCHMARKS.md, "The planner prices format 3's rank
+// mapping"): llvm-docs (one 17 MB segment, 3.0 M features, T = 0.5: probe +0.05 s with
+// `--mem 16MiB`, +0.00 with the key cache, join +0.00) and the 100k generated index (two
+// 177 MB segments, 34.9 M features, 10.5 M join records, T = 0.7: probe +4.2 s at `--mem
+// 64MiB`, +2.1 s with the key caches at 1GiB; join +1.74 s and +1.19 s). Each is a cost in
+// cache plus what a miss adds, times the share of the bytes the mapping ranges over beyond
+// the last-level cache (0.73 of the POSTINGS bytes, 0.67 of the key caches' at 100k).
+
+/// The probe matching maps every prober's feature (`DocLists::map_hashes_caching`): a select
+/// in the key's POSTINGS block.
+const C_MAP: f64 = 17e-9;
+const C_MAP_MISS: f64 = 140e-9;
+/// The same through the segment's key cache (a load at the rank; nothing measurable in cache).
+const C_MAP_CACHED_MISS: f64 = 90e-9;
+/// What the join adds per probe record of a ranked prober (phase 1 maps the chosen ranks in
+/// bulk; verification compares by ranks and coarse keys): nothing measurable in cache.
+const C_MAP_JOIN_MISS: f64 = 225e-9;
+const C_MAP_JOIN_CACHED_MISS: f64 = 170e-9;
 /// Reading the blocks the join touches from the page cache (mapped: faults, crc): 300k join,
 /// ~5 % of 17.9 s for 8,666 blocks of 72 KB = 0.7 GB/s.
 const MAP_BW: f64 = 700e6;
@@ -442,8 +475,15 @@ pub fn plan(
     let mut scratch = crate::query::Scratch::new(0);
     let mut sp = crate::query::SegmentProbes::default();
     let mut x = Vec::new();
+    let mut raw = Vec::new();
     let mut keys = 0u64;
     let mut records = 0u64;
+    // Format 3: features and join records of ranked probers, and of them those whose
+    // segment's keys the key cache may hold (in view order, while the share lasts).
+    let cached = key_cached_segments(view, mem_bytes);
+    let (mut ranked_features, mut ranked_records, mut cached_features) = (0u64, 0u64, 0u64);
+    // The join's records so far: per-segment records, or one per probe key.
+    let join_count = |records: u64, keys: u64| if per_segment { records } else { keys };
     // Lookups of the list documents: (key, segment) of the probe matching and of the join.
     let mut plook: Vec<(u64, usize)> = Vec::new();
     let mut jlook: Vec<(u64, usize)> = Vec::new();
@@ -462,8 +502,19 @@ pub fn plan(
         sampled_features += view.size(a) as u64;
         plook.clear();
         jlook.clear();
-        if !view.features_into(a, &mut x).unwrap_or(false) {
+        let Some(si) = view
+            .features_and_raw_into(a, &mut x, &mut raw)
+            .unwrap_or(None)
+        else {
             continue;
+        };
+        let ranked = view.segments[si].seg.ranked_forward();
+        let records_before = join_count(records, keys);
+        if ranked {
+            ranked_features += x.len() as u64;
+            if cached[si] {
+                cached_features += x.len() as u64;
+            }
         }
         // The probe matching's choice (one set for all segments).
         if matcher.choose_probes(&x, &mut scratch).unwrap_or(false) {
@@ -510,6 +561,9 @@ pub fn plan(
                 }
             }
         }
+        if ranked {
+            ranked_records += join_count(records, keys) - records_before;
+        }
         if with_lists {
             list_features += view.size(a) as u64;
             lists.read(
@@ -537,6 +591,22 @@ pub fn plan(
     };
     p.probe_keys = keys as f64 * scale;
     p.join_records = records as f64 * scale;
+    p.ranked_features = ranked_features as f64 * scale;
+    p.ranked_records = ranked_records as f64 * scale;
+    p.ranked_cached = if ranked_features > 0 {
+        cached_features as f64 / ranked_features as f64
+    } else {
+        0.0
+    };
+    for (s, &c) in view.segments.iter().zip(&cached) {
+        if let Some(t) = s.seg.table_meta(crate::segment::POSTINGS) {
+            if c {
+                p.cached_key_bytes += t.entries.saturating_mul(8);
+            } else if s.seg.ranked_forward() {
+                p.uncached_postings_bytes += t.bytes;
+            }
+        }
+    }
     p.list_docs = lists.docs;
     let lscale = if list_features > 0 {
         all_features as f64 / list_features as f64
@@ -717,10 +787,17 @@ pub fn price(p: &mut MatchPlan, mem_bytes: u64, sorts_bytes: u64, llc_bytes: u64
     };
     let segs = p.segments as f64;
     let verify = C_VERIFY + p.verify_miss * C_VERIFY_MISS;
+    let cached = p.ranked_cached;
+    let (cmiss, umiss) = (
+        beyond(p.cached_key_bytes as f64),
+        beyond(p.uncached_postings_bytes as f64),
+    );
     p.cost_probe = p.probe_keys * segs * (C_FILTER + p.llc_miss * C_FILTER_MISS)
         + p.surviving * (C_LOOKUP + p.llc_miss * C_LOOKUP_MISS + p.mem_miss * C_COLD)
         + p.postings * C_POSTING
-        + p.candidates * verify;
+        + p.candidates * verify
+        + p.ranked_features
+            * (cached * cmiss * C_MAP_CACHED_MISS + (1.0 - cached) * (C_MAP + umiss * C_MAP_MISS));
     // A sort whose records exceed half the sorts' budget spills them: written and read once.
     let half = sorts_bytes as f64 / 2.0;
     let spill = |bytes: f64| {
@@ -742,7 +819,9 @@ pub fn price(p: &mut MatchPlan, mem_bytes: u64, sorts_bytes: u64, llc_bytes: u64
         + p.join_surviving * C_JOIN_LOOKUP
         + p.join_candidate_records * C_SORT
         + spill(p.join_candidate_records * 8.0)
-        + p.join_candidates * verify;
+        + p.join_candidates * verify
+        + p.ranked_records
+            * (cached * cmiss * C_MAP_JOIN_CACHED_MISS + (1.0 - cached) * umiss * C_MAP_JOIN_MISS);
     p.choice = if p.cost_probe <= p.cost_join {
         Matching::Probe
     } else {
@@ -785,6 +864,27 @@ pub fn sorts_budget(view: &View, mem: u64) -> u64 {
         .filter(|&bytes| bytes <= share)
         .sum();
     mem.saturating_sub(cacheable.min(share))
+}
+
+/// Per segment of `view`: whether the key cache of an operation with budget `mem` may hold
+/// its POSTINGS keys (format 3, 8 bytes a key), the segments taken in view order while the
+/// share ([`crate::segment::key_cache_share`]) lasts, as the caches load whole or not at all.
+fn key_cached_segments(view: &View, mem: u64) -> Vec<bool> {
+    let mut left = crate::segment::key_cache_share(mem);
+    view.segments
+        .iter()
+        .map(|s| {
+            let bytes = s
+                .seg
+                .table_meta(crate::segment::POSTINGS)
+                .map_or(u64::MAX, |t| t.entries.saturating_mul(8));
+            let fits = s.seg.ranked_forward() && bytes <= left;
+            if fits {
+                left -= bytes;
+            }
+            fits
+        })
+        .collect()
 }
 
 /// How many of `docs` (at least one) have lists of at most `max` entries in all.
@@ -935,6 +1035,41 @@ mod tests {
         let spilled = p.cost_join;
         price(&mut p, 4 << 10, RAM, LLC);
         assert!(p.cost_join < spilled, "sorts in memory cost less: {p:?}");
+    }
+
+    /// Format 3's rank mapping: the big index's counts with every prober ranked. Mapping
+    /// by selects in POSTINGS blocks beyond the cache costs the probe (every feature) more
+    /// than the join (its records), more than through key caches; key caches that fit the
+    /// cache cost nothing more; format 2's counts (nothing ranked) keep their prices.
+    #[test]
+    fn format_3_mapping_is_priced() {
+        let mut f2 = big_index();
+        price(&mut f2, RAM, RAM, LLC);
+        let ranked = |cached: f64, cached_key_bytes: u64, uncached_postings_bytes: u64| {
+            let mut p = MatchPlan {
+                ranked_features: 105e6,
+                ranked_records: 21.7e6,
+                ranked_cached: cached,
+                cached_key_bytes,
+                uncached_postings_bytes,
+                ..big_index()
+            };
+            price(&mut p, RAM, RAM, LLC);
+            p
+        };
+        let selects = ranked(0.0, 0, 1_200_000_000);
+        let caches = ranked(1.0, 600_000_000, 0);
+        let in_cache = ranked(1.0, LLC / 2, 0);
+        let (dp, dj) = (
+            selects.cost_probe - f2.cost_probe,
+            selects.cost_join - f2.cost_join,
+        );
+        assert!(dp > 10.0 && dj > 3.0 && dp > dj, "{dp} {dj}");
+        assert!(caches.cost_probe < selects.cost_probe && caches.cost_probe > f2.cost_probe);
+        assert!(caches.cost_join < selects.cost_join && caches.cost_join > f2.cost_join);
+        assert_eq!(in_cache.cost_probe, f2.cost_probe);
+        assert_eq!(in_cache.cost_join, f2.cost_join);
+        assert_eq!(selects.choice, Matching::Join);
     }
 
     #[test]
