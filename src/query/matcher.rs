@@ -80,6 +80,11 @@ pub struct Scratch {
     /// Absent-first choice only ([`Matcher::with_absent_first`]; see `absent_first.rs`):
     /// (weight, 1 if an old segment may hold the key else 0, key) of the keys ranked.
     ranked: Vec<(u32, u32, u64)>,
+    /// Plain choice: the (weight, key) of the keys with a nonzero weight met while choosing.
+    heavy: Vec<(u32, u64)>,
+    /// Whether `order` holds each key's probe weight (the plain choice with a frequent-key
+    /// table), so [`Scratch::last_probe`] needs no lookup.
+    weighted: bool,
     /// Absent-first: chosen probe keys that no old segment may hold (they read no old block).
     pub probes_absent: u64,
     /// Absent-first: (key, old segment) key-filter checks made to rank the keys.
@@ -100,6 +105,9 @@ impl Scratch {
     /// for every document (`pipeline::prefix`). Only meaningful after a plain choice (no
     /// commonality limit, absent-first or adaptive sampling); `view` gives the weights.
     pub fn last_probe(&self, view: &View) -> Option<(u32, u64)> {
+        if self.weighted {
+            return self.order.iter().copied().max();
+        }
         self.order
             .iter()
             .map(|&(_, k)| (view.probe_weight(k), k))
@@ -125,6 +133,8 @@ impl Scratch {
             postings_skipped: s.postings_skipped,
             docs_cut: s.docs_cut,
             ranked: Vec::new(),
+            heavy: Vec::new(),
+            weighted: false,
             probes_absent: s.probes_absent,
             filter_checks: s.filter_checks,
             docs_absent: s.docs_absent,
@@ -163,6 +173,8 @@ impl Scratch {
             postings_skipped: 0,
             docs_cut: 0,
             ranked: Vec::new(),
+            heavy: Vec::new(),
+            weighted: false,
             probes_absent: 0,
             filter_checks: 0,
             docs_absent: 0,
@@ -275,6 +287,35 @@ impl<'v> Matcher<'v> {
         Ok(())
     }
 
+    /// The plain choice: the first `probes` keys of `x` in `(probe weight, key)` order (keys
+    /// distinct, so the set is unique), into `scratch.order` with their weights. Every key of
+    /// weight 0 comes before every other, and `x` is sorted: so the keys are looked up in
+    /// `x`'s order until `probes` of weight 0 are found (most keys are not frequent: the rest
+    /// of `x` is never looked up); only when there are fewer are the heavier keys met on the
+    /// way ranked to fill the set. The same set as ranking every key and selecting.
+    fn choose_plain(&self, x: &[u64], probes: usize, scratch: &mut Scratch) {
+        scratch.heavy.clear();
+        scratch.weighted = true;
+        for &k in x {
+            let w = self.view.probe_weight(k);
+            if w == 0 {
+                scratch.order.push((0, k));
+                if scratch.order.len() == probes {
+                    return;
+                }
+            } else {
+                scratch.heavy.push((w, k));
+            }
+        }
+        let missing = probes - scratch.order.len();
+        // x has at least `probes` keys, so `heavy` holds at least `missing`.
+        let heavy = &mut scratch.heavy;
+        if missing < heavy.len() {
+            heavy.select_nth_unstable(missing - 1);
+        }
+        scratch.order.extend_from_slice(&heavy[..missing]);
+    }
+
     /// Chooses the probe keys of the sorted feature set `x` into `scratch` (read them with
     /// [`Scratch::probes`]): `|x| - m + 1` of its features, rarest first, under the commonality
     /// limit when there is one. Returns false when no document can reach the threshold with `x`
@@ -282,6 +323,7 @@ impl<'v> Matcher<'v> {
     pub fn choose_probes(&self, x: &[u64], scratch: &mut Scratch) -> Result<bool> {
         let n = x.len();
         scratch.order.clear();
+        scratch.weighted = false;
         if n == 0 {
             return Ok(false);
         }
@@ -305,11 +347,7 @@ impl<'v> Matcher<'v> {
         } else if self.view.frequent.is_empty() || probes == n {
             scratch.order.extend(x.iter().take(probes).map(|&k| (0, k)));
         } else {
-            scratch
-                .order
-                .extend(x.iter().map(|&k| (self.view.probe_weight(k), k)));
-            scratch.order.select_nth_unstable(probes - 1);
-            scratch.order.truncate(probes);
+            self.choose_plain(x, probes, scratch);
         }
         Ok(true)
     }
