@@ -406,16 +406,53 @@ impl Segment {
     /// `advice` for the bytes of table `POSTINGS_FILTER` (a hint; errors ignored).
     #[cfg(unix)]
     fn advise_key_filters(&self, advice: memmap2::Advice) {
-        let Some(ft) = self.table(super::POSTINGS_FILTER) else {
+        if let Some((from, to)) = self.key_filter_range() {
+            if advice == memmap2::Advice::WillNeed {
+                self.read_ahead(from, to);
+            } else {
+                let _ = self
+                    .map
+                    .advise_range(advice, from as usize, (to - from) as usize);
+            }
+        }
+    }
+
+    /// The byte range `[from, to)` of the key filters' data blocks (table `POSTINGS_FILTER`,
+    /// contiguous): what a batch's filter walk reads whole. `None` for a segment without key
+    /// filters (no table, or no block).
+    pub fn key_filter_range(&self) -> Option<(u64, u64)> {
+        let ft = self.table(super::POSTINGS_FILTER)?;
+        let (first, last) = (ft.blocks.first()?, ft.blocks.last()?);
+        let to = (last.offset + last.len as u64).min(self.map.len() as u64);
+        (first.offset < to).then_some((first.offset, to))
+    }
+
+    /// Whether this segment's key filters are decoded already (its `filters` slots): then
+    /// the walk reads them from memory and a read-ahead of their bytes is no use.
+    pub fn key_filters_loaded(&self) -> bool {
+        self.filters.get().is_some()
+    }
+
+    /// Asks the kernel to read the bytes `[from, to)` of the file into the page cache ahead
+    /// of their use (`madvise(MADV_WILLNEED)` in requests of [`super::WILLNEED_REQUEST`]
+    /// bytes: the reads are issued and the call returns without waiting for them, unless the
+    /// device's queue is full). A hint: errors are
+    /// ignored, and nothing happens on other systems than Unix.
+    pub fn read_ahead(&self, from: u64, to: u64) {
+        let to = to.min(self.map.len() as u64);
+        if from >= to {
             return;
-        };
-        let (Some(first), Some(last)) = (ft.blocks.first(), ft.blocks.last()) else {
-            return;
-        };
-        let from = first.offset as usize;
-        let to = (last.offset + last.len as u64).min(self.map.len() as u64) as usize;
-        if from < to {
-            let _ = self.map.advise_range(advice, from, to - from);
+        }
+        #[cfg(unix)]
+        {
+            let mut at = from;
+            while at < to {
+                let n = super::WILLNEED_REQUEST.min(to - at);
+                let _ = self
+                    .map
+                    .advise_range(memmap2::Advice::WillNeed, at as usize, n as usize);
+                at += n;
+            }
         }
     }
 
