@@ -18,7 +18,7 @@ use crate::error::{Error, IoResultExt, Result};
 use super::block::BlockView;
 use super::ef::EfView;
 use super::format::BlockRef;
-use super::layout::{check_layout, Table};
+use super::layout::{block_index_ranges, check_layout, Table};
 use super::postings::{decode_postings, PostingList, VALUE_PATH};
 use super::u64s::{decode_u64s_version, U64List};
 use super::{SegmentMeta, TableMeta};
@@ -269,6 +269,23 @@ impl std::fmt::Debug for Segment {
     }
 }
 
+/// `madvise(MADV_WILLNEED)` for the bytes `[from, to)` of `map` (clipped to it), in requests
+/// of [`super::WILLNEED_REQUEST`] bytes; a hint (errors ignored, nothing off Unix).
+fn will_need(map: &Mmap, from: u64, to: u64) {
+    let to = to.min(map.len() as u64);
+    #[cfg(unix)]
+    {
+        let mut at = from;
+        while at < to {
+            let n = super::WILLNEED_REQUEST.min(to - at);
+            let _ = map.advise_range(memmap2::Advice::WillNeed, at as usize, n as usize);
+            at += n;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (map, from, to);
+}
+
 impl Segment {
     /// Maps and validates the segment at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
@@ -281,6 +298,10 @@ impl Segment {
         // truncating the file would break this, as for every mmap-based store; that is outside
         // the engine's contract.)
         let map = unsafe { Mmap::map(&file) }.at(&path)?;
+        // From a cold page cache: the block indexes the checks read next, asked for at once.
+        for (from, to) in block_index_ranges(&map) {
+            will_need(&map, from, to);
+        }
         let (tables, footer) = check_layout(&path, &map)?;
         Ok(Segment {
             path,
@@ -439,21 +460,7 @@ impl Segment {
     /// device's queue is full). A hint: errors are
     /// ignored, and nothing happens on other systems than Unix.
     pub fn read_ahead(&self, from: u64, to: u64) {
-        let to = to.min(self.map.len() as u64);
-        if from >= to {
-            return;
-        }
-        #[cfg(unix)]
-        {
-            let mut at = from;
-            while at < to {
-                let n = super::WILLNEED_REQUEST.min(to - at);
-                let _ = self
-                    .map
-                    .advise_range(memmap2::Advice::WillNeed, at as usize, n as usize);
-                at += n;
-            }
-        }
+        will_need(&self.map, from, to);
     }
 
     /// Whether the segment has POSTINGS key filters (table `POSTINGS_FILTER`).

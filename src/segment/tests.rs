@@ -1501,3 +1501,46 @@ fn key_filter_range_is_the_filter_tables_bytes() {
         None
     );
 }
+
+/// The read-ahead at `Segment::open` asks for exactly the block indexes the directory places
+/// (format-spec/segment.md: block-index offset, block count x 32 bytes), one range per table
+/// with blocks; a damaged or short file gives ranges within it, or none, and never panics.
+#[test]
+fn block_index_ranges_are_the_directorys() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = write(dir.path(), "s", &sample_tables(), 256);
+    let path = dir.path().join("s");
+    let bytes = std::fs::read(&path).unwrap();
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let foot = &bytes[bytes.len() - 48..];
+    let (dir_off, dir_len) = (u64_at(foot, 0) as usize, u64_at(foot, 8) as usize);
+    let want: Vec<(u64, u64)> = bytes[dir_off..dir_off + dir_len]
+        .chunks(72)
+        .filter_map(|e| {
+            let blocks = u32::from_le_bytes(e[4..8].try_into().unwrap()) as u64;
+            (blocks > 0).then(|| (u64_at(e, 48), u64_at(e, 48) + blocks * 32))
+        })
+        .collect();
+    let got = super::layout::block_index_ranges(&bytes);
+    assert_eq!(got, want);
+    assert_eq!(
+        got.len(),
+        meta.tables.iter().filter(|t| t.blocks > 0).count()
+    );
+    assert!(got.len() >= 2);
+    assert_eq!(super::layout::block_index_ranges(&[]), vec![]);
+    assert_eq!(super::layout::block_index_ranges(&bytes[..40]), vec![]);
+    for cut in [bytes.len() / 2, bytes.len() - 1, bytes.len() - 48] {
+        let r = super::layout::block_index_ranges(&bytes[..cut]);
+        assert!(r.iter().all(|&(a, b)| a < b && b <= cut as u64), "{cut}");
+    }
+    let mut flipped = bytes.clone();
+    for i in (flipped.len() - 48 - dir_len)..flipped.len() {
+        flipped[i] ^= 0xff;
+        let r = super::layout::block_index_ranges(&flipped);
+        assert!(r.iter().all(|&(a, b)| a < b && b <= flipped.len() as u64));
+        flipped[i] ^= 0xff;
+    }
+    // Opening reads the same file as before (the read-ahead is a hint).
+    check_contents(&Segment::open(&path).unwrap(), &sample_tables());
+}
