@@ -434,6 +434,15 @@ impl View {
         }
         let next = catalog.next_doc()? as usize;
         let mut sizes = vec![0u32; next];
+        // The scan below reads the `docs` family whole: from a cold page cache, its files are
+        // read ahead in large requests while the records are decoded.
+        let docs = catalog.table_files(&[crate::store::CF_DOCS]);
+        let _read_ahead = ReadAhead::start(
+            docs.into_iter()
+                .map(|(p, n)| ReadAheadRange::File(p, n))
+                .collect(),
+            read_ahead_share(),
+        );
         for item in catalog.iter_docs() {
             let (doc, rec) = item?;
             if let Some(s) = sizes.get_mut(doc as usize) {
@@ -1053,6 +1062,204 @@ fn add_frequent(seg: &Segment, frequent: &mut FeatureMap<u32>) -> Result<()> {
     Ok(())
 }
 
+/// Environment variable: the share of `MemAvailable` (a number in [0, 1]) a read-ahead may ask
+/// the kernel to read (`0`: none). Default [`READ_AHEAD_SHARE`].
+pub const READ_AHEAD_ENV: &str = "NDD_READ_AHEAD";
+
+/// Default share of `MemAvailable` (/proc/meminfo) one read-ahead may ask for: a quarter, so
+/// that the pages it brings in cannot push out much of what the process and the rest of the
+/// machine use, and an index far beyond RAM does not evict its own earlier pages (the ranges
+/// past the budget are read on use, as without a read-ahead).
+pub const READ_AHEAD_SHARE: f64 = 0.25;
+
+/// Bytes a read-ahead asks for between two looks at its stop flag (in requests of
+/// [`segment::WILLNEED_REQUEST`] bytes).
+const READ_AHEAD_CHUNK: u64 = 16 << 20;
+
+/// The share of `MemAvailable` a read-ahead may use: [`READ_AHEAD_ENV`] if set to a number
+/// in [0, 1], else [`READ_AHEAD_SHARE`].
+pub fn read_ahead_share() -> f64 {
+    std::env::var(READ_AHEAD_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| (0.0..=1.0).contains(v))
+        .unwrap_or(READ_AHEAD_SHARE)
+}
+
+/// `MemAvailable` of /proc/meminfo in bytes (`None` where there is none).
+pub fn mem_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Which of the ranges of `sizes` bytes (in the order they will be needed) a read-ahead asks
+/// for: in order, each that still fits in `share * mem_available` bytes together with the
+/// ones taken before it. A range that does not fit is left to be read on use (later smaller
+/// ones may still fit); empty ranges are skipped. The rule that bounds every read-ahead.
+pub fn prefetch_plan(sizes: &[u64], mem_available: u64, share: f64) -> Vec<usize> {
+    let budget = (mem_available as f64 * share.clamp(0.0, 1.0)) as u64;
+    let mut used = 0u64;
+    let mut take = Vec::new();
+    for (i, &n) in sizes.iter().enumerate() {
+        if n > 0 && used + n <= budget {
+            used += n;
+            take.push(i);
+        }
+    }
+    take
+}
+
+/// One range a [`ReadAhead`] asks for.
+pub enum ReadAheadRange {
+    /// The bytes `[from, to)` of a mapped segment.
+    Segment(Arc<Segment>, u64, u64),
+    /// A whole file (a catalog table file), of this many bytes.
+    File(std::path::PathBuf, u64),
+}
+
+impl ReadAheadRange {
+    fn len(&self) -> u64 {
+        match self {
+            ReadAheadRange::Segment(_, from, to) => to.saturating_sub(*from),
+            ReadAheadRange::File(_, n) => *n,
+        }
+    }
+
+    /// Asks for `[at, at + n)` of the range (offsets within it).
+    fn ask(&self, file: &mut Option<std::fs::File>, at: u64, n: u64) {
+        match self {
+            ReadAheadRange::Segment(seg, from, _) => seg.read_ahead(from + at, from + at + n),
+            ReadAheadRange::File(path, _) => {
+                if file.is_none() {
+                    *file = std::fs::File::open(path).ok();
+                }
+                #[cfg(target_os = "linux")]
+                if let Some(f) = file.as_ref() {
+                    use std::os::fd::AsRawFd;
+                    let mut p = at;
+                    while p < at + n {
+                        let len = segment::WILLNEED_REQUEST.min(at + n - p);
+                        // SAFETY: a plain syscall on an open descriptor; it changes no memory.
+                        let _ = unsafe {
+                            libc::posix_fadvise(
+                                f.as_raw_fd(),
+                                p as libc::off_t,
+                                len as libc::off_t,
+                                libc::POSIX_FADV_WILLNEED,
+                            )
+                        };
+                        p += len;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// An asynchronous read-ahead: a thread that asks the kernel (`WILLNEED`, which issues the
+/// reads without waiting for them) for ranges an operation will certainly read, in the order
+/// it will read them, so that a cold page cache is filled while the operation does other
+/// work (a batch's front end) instead of when it faults on them. Bounded by
+/// [`prefetch_plan`]: at most `share * MemAvailable` bytes. It costs little CPU (the kernel's
+/// page allocation for the reads); dropping it stops it between requests and joins it.
+pub struct ReadAhead {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Bytes asked for (the planned ranges).
+    pub planned_bytes: u64,
+    /// Bytes of the ranges left out by the budget.
+    pub skipped_bytes: u64,
+}
+
+impl ReadAhead {
+    /// Starts the read-ahead of `ranges` (in the order they will be needed) within `share`
+    /// of `MemAvailable`; nothing without /proc/meminfo or with a share of 0.
+    pub fn start(ranges: Vec<ReadAheadRange>, share: f64) -> ReadAhead {
+        let sizes: Vec<u64> = ranges.iter().map(|r| r.len()).collect();
+        let total: u64 = sizes.iter().sum();
+        let take = match mem_available() {
+            Some(m) if share > 0.0 => prefetch_plan(&sizes, m, share),
+            _ => Vec::new(),
+        };
+        let planned_bytes: u64 = take.iter().map(|&i| sizes[i]).sum();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut ranges = ranges.into_iter().map(Some).collect::<Vec<_>>();
+        let chosen: Vec<ReadAheadRange> = take.iter().filter_map(|&i| ranges[i].take()).collect();
+        let thread = (!chosen.is_empty())
+            .then(|| {
+                let stop = Arc::clone(&stop);
+                std::thread::Builder::new()
+                    .name("ndd-readahead".into())
+                    .spawn(move || {
+                        for r in &chosen {
+                            let mut file = None;
+                            let mut at = 0;
+                            while at < r.len() {
+                                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                                    return;
+                                }
+                                let n = READ_AHEAD_CHUNK.min(r.len() - at);
+                                r.ask(&mut file, at, n);
+                                at += n;
+                            }
+                        }
+                    })
+                    .ok()
+            })
+            .flatten();
+        ReadAhead {
+            stop,
+            thread,
+            planned_bytes,
+            skipped_bytes: total - planned_bytes,
+        }
+    }
+}
+
+impl Drop for ReadAhead {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl View {
+    /// What a batch's ingest into this view will certainly read, in the order it reads them:
+    /// the catalog families its per-document checks look up at random (`meta`'s staged keys,
+    /// `keys`, `digests`), then every segment's key filters (the matching stage's filter walk
+    /// reads them whole; skipped for a segment without filters or with its filters decoded
+    /// already). POSTINGS blocks and FORWARD lists are not here: which of them a batch reads
+    /// depends on its keys.
+    pub fn ingest_read_ahead_ranges(&self, catalog: &Catalog) -> Vec<ReadAheadRange> {
+        use crate::store::{CF_DIGESTS, CF_KEYS, CF_META};
+        let mut ranges: Vec<ReadAheadRange> = catalog
+            .table_files(&[CF_META, CF_KEYS, CF_DIGESTS])
+            .into_iter()
+            .map(|(p, n)| ReadAheadRange::File(p, n))
+            .collect();
+        for s in &self.segments {
+            if s.seg.key_filters_loaded() {
+                continue;
+            }
+            if let Some((from, to)) = s.seg.key_filter_range() {
+                ranges.push(ReadAheadRange::Segment(Arc::clone(&s.seg), from, to));
+            }
+        }
+        ranges
+    }
+
+    /// Starts the read-ahead of [`View::ingest_read_ahead_ranges`] within
+    /// [`read_ahead_share`] of `MemAvailable`: a writer calls it when a batch starts, so the
+    /// old segments' filters are read while the batch is read and fingerprinted.
+    pub fn ingest_read_ahead(&self, catalog: &Catalog) -> ReadAhead {
+        ReadAhead::start(self.ingest_read_ahead_ranges(catalog), read_ahead_share())
+    }
+}
+
 #[cfg(test)]
 mod df_table_tests {
     use super::*;
@@ -1106,5 +1313,76 @@ mod df_table_tests {
                 .collect();
             assert_eq!(got, want, "set {s}");
         }
+    }
+}
+
+#[cfg(test)]
+mod read_ahead_tests {
+    use super::*;
+
+    /// The plan takes ranges in order while they fit in the budget (`share` of the available
+    /// memory), skips one that does not (a later smaller one may still fit) and empty ones,
+    /// and never asks for more than the budget; a share of 0 asks for nothing.
+    #[test]
+    fn prefetch_plan_respects_the_budget() {
+        let gib = 1u64 << 30;
+        // 10 segments' filters of 280 MB and three catalog families, 22 GiB available.
+        let sizes = [90 << 20, 250 << 20, 290 << 20]
+            .into_iter()
+            .chain(std::iter::repeat(280u64 << 20).take(10))
+            .collect::<Vec<u64>>();
+        let all: Vec<usize> = (0..sizes.len()).collect();
+        assert_eq!(prefetch_plan(&sizes, 22 * gib, 0.25), all);
+        assert_eq!(prefetch_plan(&sizes, 22 * gib, 0.0), Vec::<usize>::new());
+        // 4 GiB available, a quarter: 1 GiB, i.e. the catalog families and one filter table.
+        let take = prefetch_plan(&sizes, 4 * gib, 0.25);
+        assert_eq!(take, vec![0, 1, 2, 3]);
+        // A range larger than the budget is skipped, later ones that fit are taken.
+        assert_eq!(prefetch_plan(&[5, 100, 0, 3, 2], 40, 0.25), vec![0, 3, 4]);
+        assert_eq!(prefetch_plan(&[11], 40, 0.25), Vec::<usize>::new());
+        assert_eq!(prefetch_plan(&[10], 40, 0.25), vec![0]);
+        // Many random cases: the taken bytes never exceed the budget, and every range left
+        // out (not empty) would have overflowed it at its turn.
+        let mut x = 0x9e3779b97f4a7c15u64;
+        for _ in 0..500 {
+            let n = (x % 20) as usize;
+            let sizes: Vec<u64> = (0..n)
+                .map(|_| {
+                    x = crate::segment::filter::mix(x, 1);
+                    x % 1000
+                })
+                .collect();
+            let avail = x % 20_000;
+            let share = (x % 101) as f64 / 100.0;
+            let budget = (avail as f64 * share) as u64;
+            let take = prefetch_plan(&sizes, avail, share);
+            let mut used = 0;
+            for (i, &s) in sizes.iter().enumerate() {
+                if take.contains(&i) {
+                    used += s;
+                    assert!(s > 0);
+                } else {
+                    assert!(s == 0 || used + s > budget, "{sizes:?} {avail} {share}");
+                }
+            }
+            assert!(used <= budget);
+            assert!(take.windows(2).all(|w| w[0] < w[1]));
+        }
+    }
+
+    /// `READ_AHEAD_ENV` sets the share; values outside [0, 1] or not numbers are ignored.
+    #[test]
+    fn share_defaults_and_bounds() {
+        assert!((0.0..=1.0).contains(&READ_AHEAD_SHARE));
+        assert!(mem_available().is_none_or(|m| m > 0));
+        // A read-ahead of nothing, and of ranges with a share of 0, starts no thread.
+        let r = ReadAhead::start(Vec::new(), 0.5);
+        assert!(r.thread.is_none() && r.planned_bytes == 0 && r.skipped_bytes == 0);
+        let r = ReadAhead::start(vec![ReadAheadRange::File("/nonexistent".into(), 4096)], 0.0);
+        assert!(r.thread.is_none() && r.planned_bytes == 0 && r.skipped_bytes == 4096);
+        // A file that does not exist is a hint that does nothing.
+        let r = ReadAhead::start(vec![ReadAheadRange::File("/nonexistent".into(), 4096)], 0.5);
+        assert_eq!(r.planned_bytes + r.skipped_bytes, 4096);
+        drop(r);
     }
 }

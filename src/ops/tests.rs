@@ -282,3 +282,119 @@ fn a_catalog_of_a_newer_format_is_refused_with_a_clear_error() {
         assert!(msg.contains(&want), "{msg}");
     }
 }
+
+/// What a batch's ingest reads ahead: every segment's key-filter bytes (a segment whose
+/// filters are decoded already is left out), then nothing else of the segments; the catalog
+/// ranges are whole live table files of the catalog. A second batch ingests with it running
+/// and finds the same documents unchanged.
+#[test]
+fn ingest_read_ahead_covers_every_segments_filters() {
+    use crate::view::ReadAheadRange;
+    let dir = tempfile::tempdir().unwrap();
+    drop(ingest(dir.path(), Source::Docs(corpus())));
+    let mut docs = corpus();
+    for d in &mut docs {
+        d.0 = format!("second-{}", d.0);
+    }
+    drop(ingest(dir.path(), Source::Docs(docs)));
+    let index = Index::open_writer(dir.path(), &CreateOptions::default()).unwrap();
+    let view = index.view();
+    assert_eq!(view.segments.len(), 2);
+    let ranges = view.ingest_read_ahead_ranges(index.catalog());
+    let mut seg_ranges = Vec::new();
+    for r in &ranges {
+        match r {
+            ReadAheadRange::Segment(seg, from, to) => {
+                seg_ranges.push((seg.path().to_owned(), *from, *to))
+            }
+            ReadAheadRange::File(p, n) => {
+                assert!(seg_ranges.is_empty(), "catalog files come first");
+                assert!(p.starts_with(dir.path().join("catalog")), "{p:?}");
+                assert_eq!(std::fs::metadata(p).unwrap().len(), *n, "{p:?}");
+            }
+        }
+    }
+    let want: Vec<_> = view
+        .segments
+        .iter()
+        .map(|s| {
+            let (from, to) = s.seg.key_filter_range().unwrap();
+            (s.seg.path().to_owned(), from, to)
+        })
+        .collect();
+    assert_eq!(seg_ranges, want);
+    // Decoded filters are not read ahead again.
+    let s0 = &view.segments[0].seg;
+    let min = s0.table_meta(crate::segment::POSTINGS).unwrap().min_key;
+    assert!(s0.postings_block_for(min).unwrap().is_some());
+    assert!(s0.key_filters_loaded());
+    let after = view.ingest_read_ahead_ranges(index.catalog());
+    let segs: Vec<_> = after
+        .iter()
+        .filter_map(|r| match r {
+            ReadAheadRange::Segment(seg, ..) => Some(seg.path().to_owned()),
+            ReadAheadRange::File(..) => None,
+        })
+        .collect();
+    assert_eq!(segs, vec![want[1].0.clone()]);
+    drop(index);
+    let mut index = Index::open_writer(dir.path(), &CreateOptions::default()).unwrap();
+    let s = index
+        .ingest(
+            Source::Docs(corpus()),
+            &IngestOptions::default(),
+            &mut |_| Ok(()),
+            &|_| {},
+        )
+        .unwrap();
+    assert_eq!((s.added, s.unchanged), (0, 18));
+}
+
+/// The writer's view after each publish (ingest with new and replaced documents, delete) is
+/// the snapshot a fresh `View::load` reads: same segments, tombstones, sizes, frequent keys.
+#[test]
+fn view_after_publish_equals_a_fresh_load() {
+    use crate::view::View;
+    let same = |index: &Index| {
+        let fresh = View::load(index.dir(), index.catalog(), index.options()).unwrap();
+        let v = index.view();
+        let entries = |v: &View| {
+            v.segments
+                .iter()
+                .map(|s| s.entry.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(entries(v), entries(&fresh));
+        assert_eq!(v.tombstones, fresh.tombstones);
+        assert!(v.sizes == fresh.sizes);
+        assert_eq!(v.frequent.to_map(), fresh.frequent.to_map());
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = ingest(dir.path(), Source::Docs(corpus()));
+    same(&index);
+    let mut docs = corpus();
+    for (i, d) in docs.iter_mut().enumerate() {
+        if i % 3 == 0 {
+            d.1 = format!("<html><body><p>replaced {i} text of other words</p></body></html>")
+                .into_bytes();
+        } else {
+            d.0 = format!("new-{}", d.0);
+        }
+    }
+    let s = index
+        .ingest(
+            Source::Docs(docs),
+            &IngestOptions::default(),
+            &mut |_| Ok(()),
+            &|_| {},
+        )
+        .unwrap();
+    assert_eq!((s.added, s.replaced), (12, 6));
+    same(&index);
+    index
+        .delete(&crate::lifecycle::DeleteSelector::Keys(vec![
+            "doc-1-1.html".into(),
+        ]))
+        .unwrap();
+    same(&index);
+}

@@ -403,6 +403,9 @@ impl Index {
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<IngestSummary> {
         self.require_writer()?;
+        // The old segments' key filters and the catalog families the checks look up, read
+        // ahead from a cold page cache while the batch is read (stopped when it returns).
+        let _read_ahead = self.view.ingest_read_ahead(&self.catalog);
         let result = self.ingest_batch(inputs.into(), opts, report, progress);
         if result.is_err() {
             // Nothing was published: remove what the batch staged (the next writer would).

@@ -43,6 +43,35 @@ fn corrupt(path: &Path, offset: u64, reason: impl Into<String>) -> Error {
     Error::corrupt(path, offset, reason)
 }
 
+/// The byte ranges `[from, to)` of the tables' block indexes as the footer and directory
+/// place them, unchecked (a damaged file gives ranges clipped to the file, or none): what
+/// [`check_layout`] reads next, for a read-ahead of exactly those bytes. From a cold page
+/// cache, faulting them in reads the device's whole read-around (8 MiB on this project's
+/// machine) around each index: ~125 MB a 1M-document segment instead of ~3.5 MB.
+pub(super) fn block_index_ranges(map: &[u8]) -> Vec<(u64, u64)> {
+    let Some(foot) = map.last_chunk::<FOOTER_LEN>() else {
+        return Vec::new();
+    };
+    let footer = Footer::decode(foot);
+    let len = map.len() as u64;
+    let Some(to) = footer.dir_offset.checked_add(footer.dir_len) else {
+        return Vec::new();
+    };
+    if to > len || footer.dir_offset > to {
+        return Vec::new();
+    }
+    map[footer.dir_offset as usize..to as usize]
+        .as_chunks::<DIR_ENTRY_LEN>()
+        .0
+        .iter()
+        .filter_map(|raw| {
+            let d = DirEntry::decode(raw);
+            let b = d.index_offset.checked_add(d.index_len())?.min(len);
+            (d.index_offset < b).then_some((d.index_offset, b))
+        })
+        .collect()
+}
+
 /// Validates everything but the data blocks; returns the tables sorted by id (and the footer,
 /// whose `version` says how to read the blocks and values).
 pub(super) fn check_layout(path: &Path, map: &[u8]) -> Result<(Vec<Table>, Footer)> {

@@ -59,6 +59,12 @@ pub const RANKED_FORWARD_VERSION: u32 = 3;
 /// (every key may be present), as builds before table 4 did. For before/after benchmarks only.
 pub const KEY_FILTER_ENV: &str = "NDD_KEY_FILTER";
 
+/// Bytes of one `WILLNEED` request (`madvise`/`posix_fadvise`) of a read-ahead. Linux reads
+/// at most `max(read_ahead_kb, max_sectors_kb)` of one such request and silently drops the
+/// rest (on this project's machine, 8 MiB: a whole-table request read its first 8 MiB
+/// only), so a range is asked for in requests no larger than the smallest usual setting.
+pub const WILLNEED_REQUEST: u64 = 128 << 10;
+
 /// Table of shingle/feature hash -> posting list (see `encode_postings`).
 pub const POSTINGS: u32 = 1;
 /// Table of doc id (as u64) -> the doc's sorted feature hashes (see `encode_u64s`); from format

@@ -18,7 +18,7 @@ use crate::error::{Error, IoResultExt, Result};
 use super::block::BlockView;
 use super::ef::EfView;
 use super::format::BlockRef;
-use super::layout::{check_layout, Table};
+use super::layout::{block_index_ranges, check_layout, Table};
 use super::postings::{decode_postings, PostingList, VALUE_PATH};
 use super::u64s::{decode_u64s_version, U64List};
 use super::{SegmentMeta, TableMeta};
@@ -269,6 +269,23 @@ impl std::fmt::Debug for Segment {
     }
 }
 
+/// `madvise(MADV_WILLNEED)` for the bytes `[from, to)` of `map` (clipped to it), in requests
+/// of [`super::WILLNEED_REQUEST`] bytes; a hint (errors ignored, nothing off Unix).
+fn will_need(map: &Mmap, from: u64, to: u64) {
+    let to = to.min(map.len() as u64);
+    #[cfg(unix)]
+    {
+        let mut at = from;
+        while at < to {
+            let n = super::WILLNEED_REQUEST.min(to - at);
+            let _ = map.advise_range(memmap2::Advice::WillNeed, at as usize, n as usize);
+            at += n;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (map, from, to);
+}
+
 impl Segment {
     /// Maps and validates the segment at `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<Segment> {
@@ -281,6 +298,10 @@ impl Segment {
         // truncating the file would break this, as for every mmap-based store; that is outside
         // the engine's contract.)
         let map = unsafe { Mmap::map(&file) }.at(&path)?;
+        // From a cold page cache: the block indexes the checks read next, asked for at once.
+        for (from, to) in block_index_ranges(&map) {
+            will_need(&map, from, to);
+        }
         let (tables, footer) = check_layout(&path, &map)?;
         Ok(Segment {
             path,
@@ -406,17 +427,40 @@ impl Segment {
     /// `advice` for the bytes of table `POSTINGS_FILTER` (a hint; errors ignored).
     #[cfg(unix)]
     fn advise_key_filters(&self, advice: memmap2::Advice) {
-        let Some(ft) = self.table(super::POSTINGS_FILTER) else {
-            return;
-        };
-        let (Some(first), Some(last)) = (ft.blocks.first(), ft.blocks.last()) else {
-            return;
-        };
-        let from = first.offset as usize;
-        let to = (last.offset + last.len as u64).min(self.map.len() as u64) as usize;
-        if from < to {
-            let _ = self.map.advise_range(advice, from, to - from);
+        if let Some((from, to)) = self.key_filter_range() {
+            if advice == memmap2::Advice::WillNeed {
+                self.read_ahead(from, to);
+            } else {
+                let _ = self
+                    .map
+                    .advise_range(advice, from as usize, (to - from) as usize);
+            }
         }
+    }
+
+    /// The byte range `[from, to)` of the key filters' data blocks (table `POSTINGS_FILTER`,
+    /// contiguous): what a batch's filter walk reads whole. `None` for a segment without key
+    /// filters (no table, or no block).
+    pub fn key_filter_range(&self) -> Option<(u64, u64)> {
+        let ft = self.table(super::POSTINGS_FILTER)?;
+        let (first, last) = (ft.blocks.first()?, ft.blocks.last()?);
+        let to = (last.offset + last.len as u64).min(self.map.len() as u64);
+        (first.offset < to).then_some((first.offset, to))
+    }
+
+    /// Whether this segment's key filters are decoded already (its `filters` slots): then
+    /// the walk reads them from memory and a read-ahead of their bytes is no use.
+    pub fn key_filters_loaded(&self) -> bool {
+        self.filters.get().is_some()
+    }
+
+    /// Asks the kernel to read the bytes `[from, to)` of the file into the page cache ahead
+    /// of their use (`madvise(MADV_WILLNEED)` in requests of [`super::WILLNEED_REQUEST`]
+    /// bytes: the reads are issued and the call returns without waiting for them, unless the
+    /// device's queue is full). A hint: errors are
+    /// ignored, and nothing happens on other systems than Unix.
+    pub fn read_ahead(&self, from: u64, to: u64) {
+        will_need(&self.map, from, to);
     }
 
     /// Whether the segment has POSTINGS key filters (table `POSTINGS_FILTER`).

@@ -1419,3 +1419,128 @@ fn coarse_keys_of_ranks_are_their_keys_coarse_keys() {
         assert!(bound <= ca.len().min(cb.len()) as u64);
     }
 }
+
+/// The data range of table `id` as the file's directory gives it (format-spec/segment.md,
+/// "Directory entry" and "Footer"), read from the bytes rather than through `Segment`.
+fn directory_data_range(path: &Path, id: u32) -> Option<(u64, u64)> {
+    let bytes = std::fs::read(path).unwrap();
+    let foot = &bytes[bytes.len() - 48..];
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (dir_off, dir_len) = (u64_at(foot, 0) as usize, u64_at(foot, 8) as usize);
+    bytes[dir_off..dir_off + dir_len]
+        .chunks(72)
+        .find(|e| u32::from_le_bytes(e[0..4].try_into().unwrap()) == id)
+        .map(|e| (u64_at(e, 32), u64_at(e, 32) + u64_at(e, 40)))
+}
+
+/// A read-ahead of the key filters asks for exactly the bytes of table POSTINGS_FILTER's data
+/// blocks (what the filter walk reads), and for nothing in a segment without filters (format
+/// 2 without the table, format 1, an empty POSTINGS table); asking for it changes no answer.
+#[test]
+fn key_filter_range_is_the_filter_tables_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let postings = pair_postings(5000, 7, |i| i * 1000 + 17);
+    let tables: Tables = [(POSTINGS, postings.clone())].into_iter().collect();
+    for v in [2, 3] {
+        let name = format!("f{v}");
+        let mut w = SegmentWriter::create_version(dir.path(), &name, 1024, v).unwrap();
+        w.begin_table(POSTINGS).unwrap();
+        for (&k, val) in &postings {
+            w.add(k, val).unwrap();
+        }
+        w.end_table().unwrap();
+        w.finish().unwrap();
+        let path = dir.path().join(&name);
+        let seg = Segment::open(&path).unwrap();
+        assert!(seg.has_key_filter());
+        let want = directory_data_range(&path, POSTINGS_FILTER).unwrap();
+        assert_eq!(seg.key_filter_range(), Some(want), "format {v}");
+        // The range lies between POSTINGS' data and the end of the file, and is not empty.
+        let (p_from, p_to) = directory_data_range(&path, POSTINGS).unwrap();
+        assert!(
+            p_from < p_to && p_to <= want.0 && want.0 < want.1,
+            "format {v}"
+        );
+        assert!(want.1 <= seg.len_bytes());
+        seg.prefetch_key_filters();
+        seg.read_ahead(want.0, want.1);
+        seg.read_ahead(want.1, want.0); // empty: nothing
+        seg.read_ahead(0, u64::MAX); // clipped to the file
+        assert!(!seg.key_filters_loaded());
+        seg_may_hold_all(&seg, &postings.keys().copied().collect::<Vec<_>>());
+        assert!(seg.key_filters_loaded());
+    }
+    let mut w = SegmentWriter::create_version(dir.path(), "n", 1024, 2)
+        .unwrap()
+        .without_key_filter();
+    w.begin_table(POSTINGS).unwrap();
+    for (&k, val) in &postings {
+        w.add(k, val).unwrap();
+    }
+    w.end_table().unwrap();
+    w.finish().unwrap();
+    let n = Segment::open(dir.path().join("n")).unwrap();
+    assert_eq!(
+        directory_data_range(&dir.path().join("n"), POSTINGS_FILTER),
+        None
+    );
+    assert_eq!(n.key_filter_range(), None);
+    write_version(dir.path(), "v1", &tables, 1024, 1);
+    assert_eq!(
+        Segment::open(dir.path().join("v1"))
+            .unwrap()
+            .key_filter_range(),
+        None
+    );
+    let empty: Tables = [(POSTINGS, BTreeMap::new())].into_iter().collect();
+    write(dir.path(), "e", &empty, 1024);
+    assert_eq!(
+        Segment::open(dir.path().join("e"))
+            .unwrap()
+            .key_filter_range(),
+        None
+    );
+}
+
+/// The read-ahead at `Segment::open` asks for exactly the block indexes the directory places
+/// (format-spec/segment.md: block-index offset, block count x 32 bytes), one range per table
+/// with blocks; a damaged or short file gives ranges within it, or none, and never panics.
+#[test]
+fn block_index_ranges_are_the_directorys() {
+    let dir = tempfile::tempdir().unwrap();
+    let meta = write(dir.path(), "s", &sample_tables(), 256);
+    let path = dir.path().join("s");
+    let bytes = std::fs::read(&path).unwrap();
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let foot = &bytes[bytes.len() - 48..];
+    let (dir_off, dir_len) = (u64_at(foot, 0) as usize, u64_at(foot, 8) as usize);
+    let want: Vec<(u64, u64)> = bytes[dir_off..dir_off + dir_len]
+        .chunks(72)
+        .filter_map(|e| {
+            let blocks = u32::from_le_bytes(e[4..8].try_into().unwrap()) as u64;
+            (blocks > 0).then(|| (u64_at(e, 48), u64_at(e, 48) + blocks * 32))
+        })
+        .collect();
+    let got = super::layout::block_index_ranges(&bytes);
+    assert_eq!(got, want);
+    assert_eq!(
+        got.len(),
+        meta.tables.iter().filter(|t| t.blocks > 0).count()
+    );
+    assert!(got.len() >= 2);
+    assert_eq!(super::layout::block_index_ranges(&[]), vec![]);
+    assert_eq!(super::layout::block_index_ranges(&bytes[..40]), vec![]);
+    for cut in [bytes.len() / 2, bytes.len() - 1, bytes.len() - 48] {
+        let r = super::layout::block_index_ranges(&bytes[..cut]);
+        assert!(r.iter().all(|&(a, b)| a < b && b <= cut as u64), "{cut}");
+    }
+    let mut flipped = bytes.clone();
+    for i in (flipped.len() - 48 - dir_len)..flipped.len() {
+        flipped[i] ^= 0xff;
+        let r = super::layout::block_index_ranges(&flipped);
+        assert!(r.iter().all(|&(a, b)| a < b && b <= flipped.len() as u64));
+        flipped[i] ^= 0xff;
+    }
+    // Opening reads the same file as before (the read-ahead is a hint).
+    check_contents(&Segment::open(&path).unwrap(), &sample_tables());
+}

@@ -297,6 +297,28 @@ impl Catalog {
             .transpose()
     }
 
+    /// The table files of column families `cfs` (RocksDB's live `.sst` files): their paths
+    /// and sizes in bytes, the families in the order asked and each family's files by their
+    /// first key, so a read-ahead of a family read whole goes the way its scan does. Empty
+    /// when RocksDB cannot list them (the read-ahead is a hint).
+    pub fn table_files(&self, cfs: &[&str]) -> Vec<(PathBuf, u64)> {
+        let Ok(mut live) = self.db.live_files() else {
+            return Vec::new();
+        };
+        live.retain(|f| cfs.contains(&f.column_family_name.as_str()));
+        live.sort_by(|a, b| {
+            let rank = |n: &str| cfs.iter().position(|c| *c == n);
+            (rank(&a.column_family_name), &a.start_key)
+                .cmp(&(rank(&b.column_family_name), &b.start_key))
+        });
+        live.into_iter()
+            .map(|f| {
+                let name = f.name.trim_start_matches('/');
+                (self.path.join(name), f.size as u64)
+            })
+            .collect()
+    }
+
     /// Records of many documents at once (one RocksDB multi-get), in the order asked.
     pub fn docs(&self, ids: &[u32]) -> Result<Vec<Option<DocRecord>>> {
         let cf = self.cf(CF_DOCS);
