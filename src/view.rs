@@ -1138,9 +1138,7 @@ impl ReadAheadRange {
                 #[cfg(target_os = "linux")]
                 if let Some(f) = file.as_ref() {
                     use std::os::fd::AsRawFd;
-                    let mut p = at;
-                    while p < at + n {
-                        let len = segment::WILLNEED_REQUEST.min(at + n - p);
+                    segment::in_willneed_requests(at, at + n, |p, len| {
                         // SAFETY: a plain syscall on an open descriptor; it changes no memory.
                         let _ = unsafe {
                             libc::posix_fadvise(
@@ -1150,8 +1148,7 @@ impl ReadAheadRange {
                                 libc::POSIX_FADV_WILLNEED,
                             )
                         };
-                        p += len;
-                    }
+                    });
                 }
             }
         }
@@ -1185,8 +1182,11 @@ impl ReadAhead {
         };
         let planned_bytes: u64 = take.iter().map(|&i| sizes[i]).sum();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut ranges = ranges.into_iter().map(Some).collect::<Vec<_>>();
-        let chosen: Vec<ReadAheadRange> = take.iter().filter_map(|&i| ranges[i].take()).collect();
+        // `take` ascends: keep the ranges it names, in order.
+        let chosen: Vec<ReadAheadRange> = (ranges.into_iter().enumerate())
+            .filter(|(i, _)| take.binary_search(i).is_ok())
+            .map(|(_, r)| r)
+            .collect();
         let thread = (!chosen.is_empty())
             .then(|| {
                 let stop = Arc::clone(&stop);

@@ -65,6 +65,18 @@ pub const KEY_FILTER_ENV: &str = "NDD_KEY_FILTER";
 /// only), so a range is asked for in requests no larger than the smallest usual setting.
 pub const WILLNEED_REQUEST: u64 = 128 << 10;
 
+/// Calls `ask(at, n)` for `[from, to)` in consecutive pieces of at most [`WILLNEED_REQUEST`]
+/// bytes: how every read-ahead (a segment's `madvise`, a catalog file's `posix_fadvise`) words
+/// its requests.
+pub fn in_willneed_requests(from: u64, to: u64, mut ask: impl FnMut(u64, u64)) {
+    let mut at = from;
+    while at < to {
+        let n = WILLNEED_REQUEST.min(to - at);
+        ask(at, n);
+        at += n;
+    }
+}
+
 /// Table of shingle/feature hash -> posting list (see `encode_postings`).
 pub const POSTINGS: u32 = 1;
 /// Table of doc id (as u64) -> the doc's sorted feature hashes (see `encode_u64s`); from format

@@ -274,14 +274,9 @@ impl std::fmt::Debug for Segment {
 fn will_need(map: &Mmap, from: u64, to: u64) {
     let to = to.min(map.len() as u64);
     #[cfg(unix)]
-    {
-        let mut at = from;
-        while at < to {
-            let n = super::WILLNEED_REQUEST.min(to - at);
-            let _ = map.advise_range(memmap2::Advice::WillNeed, at as usize, n as usize);
-            at += n;
-        }
-    }
+    super::in_willneed_requests(from, to, |at, n| {
+        let _ = map.advise_range(memmap2::Advice::WillNeed, at as usize, n as usize);
+    });
     #[cfg(not(unix))]
     let _ = (map, from, to);
 }
@@ -457,8 +452,8 @@ impl Segment {
     /// Asks the kernel to read the bytes `[from, to)` of the file into the page cache ahead
     /// of their use (`madvise(MADV_WILLNEED)` in requests of [`super::WILLNEED_REQUEST`]
     /// bytes: the reads are issued and the call returns without waiting for them, unless the
-    /// device's queue is full). A hint: errors are
-    /// ignored, and nothing happens on other systems than Unix.
+    /// device's queue is full). A hint: errors are ignored, and nothing happens on other
+    /// systems than Unix.
     pub fn read_ahead(&self, from: u64, to: u64) {
         will_need(&self.map, from, to);
     }
