@@ -62,7 +62,7 @@ fn to_bytes(features: &[u64]) -> Vec<u8> {
 }
 
 fn from_bytes(py: Python<'_>, b: &[u8]) -> PyResult<Vec<u64>> {
-    if b.len() % 8 != 0 {
+    if !b.len().is_multiple_of(8) {
         return Err(option_err(
             py,
             format!("feature bytes of length {} (not a multiple of 8)", b.len()),

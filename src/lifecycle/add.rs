@@ -536,7 +536,7 @@ fn match_with_hints(view: &View, cfg: &PairsConfig, n: &NewDocs) -> Result<Vec<P
     let mut pairs = Vec::new();
     for (i, hint) in n.hints.iter().enumerate() {
         let a = doc_lo + i as u32;
-        if !(view.is_live(a) && view.size(a) > 0) || !view.features_into(a, &mut x)? {
+        if !(view.is_live(a) && view.size(a) > 0 && view.features_into(a, &mut x)?) {
             continue;
         }
         found.clear();

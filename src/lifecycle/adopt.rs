@@ -358,16 +358,16 @@ impl Index {
         let mut batch_digests: HashMap<[u8; 16], u32> = HashMap::new();
         for (i, r) in docs.iter().enumerate() {
             let d = doc_lo + i as u32;
-            if batch_digests.contains_key(&r.digest) {
-                s.exact_duplicates += 1;
-            } else {
-                batch_digests.insert(r.digest, d);
+            if let std::collections::hash_map::Entry::Vacant(e) = batch_digests.entry(r.digest) {
+                e.insert(d);
                 if catalog
                     .doc_by_digest(&r.digest)?
                     .is_some_and(|o| !tombstones.contains(o))
                 {
                     s.exact_duplicates += 1;
                 }
+            } else {
+                s.exact_duplicates += 1;
             }
         }
         publish::stage_docs(

@@ -31,7 +31,7 @@ pub fn max_hamming(t: f64) -> Option<u32> {
 
 /// Bits `start..start + len` (len <= 64) of a 384-bit string, as the low bits of a u64.
 fn bits(x: &[u64; 6], start: u32, len: u32) -> u64 {
-    debug_assert!(len >= 1 && len <= 64 && start + len <= BITS);
+    debug_assert!((1..=64).contains(&len) && start + len <= BITS);
     let (w, o) = ((start / 64) as usize, start % 64);
     let mut v = x[w] >> o;
     if o + len > 64 {

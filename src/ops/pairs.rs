@@ -229,7 +229,7 @@ impl Index {
         for p in self.catalog.iter_pairs() {
             let p = p?;
             read += 1;
-            if !(view.is_live(p.a) && view.is_live(p.b)) || !t.admits(p.inter, p.denom) {
+            if !(view.is_live(p.a) && view.is_live(p.b) && t.admits(p.inter, p.denom)) {
                 continue;
             }
             block.push(p);
@@ -257,7 +257,7 @@ fn same_site(sites: &HashMap<u32, String>, wanted: bool, a: u32, b: u32) -> Opti
     wanted.then(|| matches!((sites.get(&a), sites.get(&b)), (Some(x), Some(y)) if x == y))
 }
 
-fn ordered<'k>(keys: &'k HashMap<u32, String>, a: u32, b: u32) -> (&'k str, &'k str) {
+fn ordered(keys: &HashMap<u32, String>, a: u32, b: u32) -> (&str, &str) {
     let (ka, kb) = (keys[&a].as_str(), keys[&b].as_str());
     if ka <= kb {
         (ka, kb)

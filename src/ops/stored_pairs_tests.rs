@@ -213,7 +213,7 @@ fn stored_pairs_equal_the_join_over_random_sequences() {
     let dir = sequence(12, &ct, &["0.85", "0.9", "1.0"]);
     // Below the index's own cluster threshold the matching answers.
     check(
-        &Index::open(&dir.path().join("idx")).unwrap(),
+        &Index::open(dir.path().join("idx")).unwrap(),
         &["0.8"],
         false,
         "0.8 < 0.85",

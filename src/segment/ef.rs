@@ -136,7 +136,7 @@ pub fn encode(
         if zeros {
             // Zeros h' < h sit before this one: zero j is at position j + (ones before it).
             while next_zero < h {
-                if next_zero as usize % SAMPLE == 0 {
+                if (next_zero as usize).is_multiple_of(SAMPLE) {
                     zero_pos.push((next_zero as usize + i) as u32);
                 }
                 next_zero += 1;
@@ -145,7 +145,7 @@ pub fn encode(
     }
     if zeros {
         while next_zero < lay.high_max {
-            if next_zero as usize % SAMPLE == 0 {
+            if (next_zero as usize).is_multiple_of(SAMPLE) {
                 zero_pos.push((next_zero as usize + n) as u32);
             }
             next_zero += 1;
@@ -314,7 +314,7 @@ impl<'a> EfView<'a> {
         let mut w = pos / 64;
         let mut bits = !self.word(w) & (u64::MAX << (pos % 64));
         loop {
-            if w + 1 == words && self.lay.high_bits % 64 != 0 {
+            if w + 1 == words && !self.lay.high_bits.is_multiple_of(64) {
                 bits &= (1u64 << (self.lay.high_bits % 64)) - 1;
             }
             let c = bits.count_ones() as usize;
@@ -521,14 +521,14 @@ impl<'a> EfView<'a> {
         if ones != lay.n {
             return Err((high_at, format!("{ones} one bits for {} values", lay.n)));
         }
-        if lay.high_bits % 8 != 0 {
+        if !lay.high_bits.is_multiple_of(8) {
             if let Some(&last) = self.high.last() {
                 if last >> (lay.high_bits % 8) != 0 {
                     return Err((high_at + lay.high_bytes - 1, "bits set past the end".into()));
                 }
             }
         }
-        if lay.l % 8 != 0 && lay.n > 0 {
+        if !lay.l.is_multiple_of(8) && lay.n > 0 {
             let used = (lay.n * lay.l as usize) % 8;
             if used != 0 {
                 if let Some(&last) = self.low.last() {
@@ -593,7 +593,7 @@ impl<'a> EfView<'a> {
                 while bits != 0 {
                     let pos = base + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    if !self.ones.is_empty() && i % SAMPLE == 0 {
+                    if !self.ones.is_empty() && i.is_multiple_of(SAMPLE) {
                         if Self::sample(self.ones, one_i) != Some(pos) {
                             return Err((samples_at + 4 * one_i, "bad one sample".to_string()));
                         }

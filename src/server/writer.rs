@@ -711,20 +711,13 @@ impl Writer {
         };
         let mut reports: HashMap<String, VecDeque<DocReport>> = HashMap::new();
         let w = self.index.as_mut().expect("writer held");
-        let result = w
-            .add_docs(docs, &opts, &mut |r| {
-                reports
-                    .entry(r.key.clone())
-                    .or_default()
-                    .push_back(r.clone());
-                Ok(())
-            })
-            .and_then(|s| {
-                // A fold adds a segment: let the merge policy keep the segment count bounded.
-                // A fold adds a segment: the merge policy runs after the group, its merges
-                // off this thread (`Writer::start_merge`).
-                Ok(s)
-            });
+        let result = w.add_docs(docs, &opts, &mut |r| {
+            reports
+                .entry(r.key.clone())
+                .or_default()
+                .push_back(r.clone());
+            Ok(())
+        });
         let mut add_micros = 0;
         let folded = result.as_ref().is_ok_and(|s| s.folded.is_some());
         if let Ok(s) = &result {

@@ -167,7 +167,7 @@ fn make_runs(docs: &[Doc]) -> (Vec<(String, Vec<Line>)>, Vec<(String, String, i3
     for (ti, topic) in topics.iter().enumerate() {
         // The topic's pool: several whole families plus stray documents.
         let mut pool: Vec<usize> = (0..docs.len())
-            .filter(|&i| (docs[i].words[0].len() + i + ti) % 3 == 0 || rng.below(4) == 0)
+            .filter(|&i| (docs[i].words[0].len() + i + ti).is_multiple_of(3) || rng.below(4) == 0)
             .collect();
         pool.truncate(30);
         for (_, lines) in runs.iter_mut() {

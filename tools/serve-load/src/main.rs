@@ -381,7 +381,7 @@ fn main() -> ExitCode {
             let mut statuses: std::collections::BTreeMap<u16, u64> = Default::default();
             let mut j = 0u64;
             while Instant::now() < deadline {
-                if j % 16 == 0 && o.stop_file.as_ref().is_some_and(|f| f.exists()) {
+                if j.is_multiple_of(16) && o.stop_file.as_ref().is_some_and(|f| f.exists()) {
                     break;
                 }
                 let i = issued.fetch_add(1, Ordering::Relaxed);
