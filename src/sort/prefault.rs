@@ -1,10 +1,10 @@
 //! Big fresh buffers faulted in ahead, many pages in one call (`MADV_POPULATE_WRITE`,
 //! Linux 5.14+) instead of one trap per 4 KiB page as they are first written: the sort
 //! buffer, the postings partition, the format-3 rank array and the prefix self-join's arrays
-//! are tens of MB written once, and their page faults were a tenth of an ingest's CPU
-//! (BENCHMARKS.md, "HTML to pairs: page faults of fresh buffers"). The kernel still zeroes
-//! every page; a populated page costs about two thirds of a faulted one on the measuring
-//! machine.
+//! are tens of MB written once. Page faults were a tenth of an ingest's CPU, and these
+//! buffers two fifths of them (BENCHMARKS.md, "HTML to pairs: page faults of fresh buffers,
+//! hand-offs, the index's creation"). The kernel still zeroes every page: a populated page
+//! costs about two thirds of a faulted one on the measuring machine.
 //!
 //! Only pages inside the buffer's allocation that the caller is about to write are
 //! populated, so resident memory is what the writes would fault in anyway (the sort buffer
