@@ -130,11 +130,14 @@ impl Direct {
             total += c as usize;
         }
         start.push(total);
+        // Written all over as the postings arrive: faulted in at once.
+        let mut ranks = crate::sort::prefault::with_capacity(total);
+        ranks.resize(total, 0);
         Direct {
             dense_first: dense.then(|| docs[0].0),
             start,
             fill: vec![0; docs.len()],
-            ranks: vec![0; total],
+            ranks,
             unknown: None,
         }
     }

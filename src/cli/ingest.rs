@@ -181,10 +181,6 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
         segment_format: a.segment_format,
     }
     .resolve()?;
-    let mut index = Index::open_writer(&a.ix.index, &create)?;
-    if let Some(p) = &m.imatch_lexicon {
-        method::imatch_reference::freeze_from(&index, vec![p.clone()])?;
-    }
     let opts = IngestOptions {
         batch: a.batch,
         input: a.input.options(),
@@ -192,6 +188,16 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
         mem_bytes: a.mem.unwrap_or_else(default_mem),
         matching: a.matching,
     };
+    // A new index: its documents are read and prepared while its catalog is created (a
+    // frozen lexicon changes the methods' options after the creation: not then).
+    let inputs = match &m.imatch_lexicon {
+        None => pipeline::EarlyInput::start(&a.ix.index, &create, a.inputs, &opts.input),
+        Some(_) => Err(a.inputs.into()),
+    };
+    let mut index = Index::open_writer(&a.ix.index, &create)?;
+    if let Some(p) = &m.imatch_lexicon {
+        method::imatch_reference::freeze_from(&index, vec![p.clone()])?;
+    }
     let mut report_file = match &a.report {
         Some(p) => Some(BufWriter::new(
             File::create(p).map_err(|e| Error::io(p, e))?,
@@ -236,7 +242,10 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
         }
         Ok(())
     };
-    let summary = index.ingest(a.inputs, &opts, &mut on_report, &progress);
+    let summary = match inputs {
+        Ok(early) => index.ingest_early(early, &opts, &mut on_report, &progress),
+        Err(source) => index.ingest(source, &opts, &mut on_report, &progress),
+    };
     if let Some(b) = &bar {
         b.finish_and_clear();
     }

@@ -98,6 +98,20 @@ fn open_file(path: &Path, key: String, opts: &InputOptions) -> Opened {
     } else {
         file.metadata().map_or(0, |m| m.len())
     };
+    // A plain document named by its extension is read straight into its buffer (sized by
+    // the file's length): a read buffer in between would only copy it once more.
+    if let (Kind::Doc(Some(format)), false) = (&kind, gz) {
+        return Opened::Item(read_doc(
+            file,
+            key,
+            origin,
+            &name,
+            Some(*format),
+            gz,
+            opts.max_doc_bytes,
+            size_hint,
+        ));
+    }
     let mut reader: Box<dyn io::BufRead + Send> = if gz {
         Box::new(BufReader::with_capacity(
             1 << 16,

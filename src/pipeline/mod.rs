@@ -8,7 +8,9 @@ pub mod plan;
 pub mod prefix;
 pub mod spool;
 
-pub use ingest::{DocReport, DocStatus, IngestOptions, IngestSummary, NearDup, Progress};
+pub use ingest::{
+    DocReport, DocStatus, EarlyInput, IngestOptions, IngestSummary, NearDup, Progress,
+};
 pub use join::join_pairs;
 pub use pairs::{
     all_pairs, collect_pairs, for_each_pair, for_each_pair_block, for_each_pair_planned, Matching,

@@ -17,6 +17,7 @@ mod bucket;
 mod cursor;
 pub mod fuzz;
 mod merge;
+pub mod prefault;
 mod record;
 mod run;
 mod spool;
@@ -108,6 +109,9 @@ pub struct ExternalSorter<R: Record> {
     opts: SortOptions,
     capacity: usize,
     buf: Vec<R>,
+    /// Records the buffer takes before `make_room` is called again (its capacity, or less
+    /// while its pages are faulted in ahead by steps).
+    ready: usize,
     runs: Vec<SpilledRun>,
     stats: SortStats,
     dir_ready: bool,
@@ -134,6 +138,7 @@ impl<R: Record> ExternalSorter<R> {
             opts,
             capacity,
             buf: Vec::new(),
+            ready: 0,
             runs: Vec::new(),
             stats: SortStats::default(),
             dir_ready: false,
@@ -143,7 +148,7 @@ impl<R: Record> ExternalSorter<R> {
     /// Adds a record, first spilling the buffer if it is full.
     #[inline]
     pub fn push(&mut self, r: R) -> Result<()> {
-        if self.buf.len() == self.buf.capacity() {
+        if self.buf.len() == self.ready {
             self.make_room()?;
         }
         self.buf.push(r); // within capacity: never reallocates
@@ -164,9 +169,14 @@ impl<R: Record> ExternalSorter<R> {
         self.stats
     }
 
-    /// The buffer is full: allocate it on first use, otherwise spill it.
+    /// The buffer is full up to `ready`: allocate it on first use, fault in its next pages
+    /// when it has room, otherwise spill it.
     #[cold]
     fn make_room(&mut self) -> Result<()> {
+        if self.buf.len() < self.buf.capacity() {
+            self.ready_more();
+            return Ok(());
+        }
         if self.buf.capacity() == 0 {
             // Exactly the budget, once; try_ so an absurd budget is an error, not an abort.
             self.buf.try_reserve_exact(self.capacity).map_err(|e| {
@@ -175,9 +185,27 @@ impl<R: Record> ExternalSorter<R> {
                     self.opts.mem_bytes
                 ))
             })?;
+            self.ready_more();
             return Ok(());
         }
-        self.spill()
+        self.spill()?;
+        self.ready_more();
+        Ok(())
+    }
+
+    /// Moves `ready` on by a step whose pages are faulted in at once (written front to back
+    /// once per run, the buffer would otherwise trap once per 4 KiB page), at most to the
+    /// capacity.
+    fn ready_more(&mut self) {
+        let len = self.buf.len();
+        let step = (prefault::STEP / std::mem::size_of::<R>().max(1)).max(1);
+        // Pages below `ready` are in already (a spilled run's).
+        let from = self.ready.max(len);
+        let to = len.saturating_add(step).min(self.buf.capacity());
+        if to > from {
+            prefault::populate(&self.buf, from, to);
+        }
+        self.ready = to.max(from);
     }
 
     fn sort_buffer(&mut self) {
