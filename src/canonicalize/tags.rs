@@ -410,7 +410,7 @@ mod tests {
                         x ^= x >> 7;
                         x ^= x << 17;
                         // Mostly letters, sometimes any byte.
-                        if x % 4 == 0 {
+                        if x.is_multiple_of(4) {
                             (x >> 8) as u8
                         } else {
                             b'a' + (x >> 8) as u8 % 26

@@ -123,7 +123,7 @@ impl SizeGroups {
     /// (|A_M ∩ B_M|, |A_M|, |B_M|) at M = the coarser modulus of the two samples.
     pub fn overlap(&self, a: &[u64], b: &[u64]) -> (u64, u64, u64) {
         let m = self.modulus_of_sample(a).max(self.modulus_of_sample(b));
-        let keep = |h: &u64| h % m == 0;
+        let keep = |h: &u64| h.is_multiple_of(m);
         let (mut i, mut j, mut n) = (0, 0, 0u64);
         while i < a.len() && j < b.len() {
             let (x, y) = (a[i], b[j]);

@@ -402,7 +402,7 @@ fn prepare_stream(
     let workers = rayon::current_num_threads().max(1);
     for _ in 0..workers {
         let (rx, ptx) = (std::sync::Arc::clone(&rx), ptx.clone());
-        let (fp_opts, m_opts) = (fp_opts.clone(), m_opts.clone());
+        let (fp_opts, m_opts) = (fp_opts, m_opts.clone());
         threads.push(std::thread::spawn(move || loop {
             let got = match rx.lock() {
                 Ok(r) => r.recv(),
@@ -705,7 +705,7 @@ impl Index {
             }
             b.s.documents_read += 1;
             failure = self.file_doc(b, &mut seg, p, opts.strict)?;
-            if b.s.documents_read % PROGRESS_DOCS == 0 {
+            if b.s.documents_read.is_multiple_of(PROGRESS_DOCS) {
                 progress(Progress::Read {
                     docs: b.s.documents_read,
                     bytes: b.s.input_bytes,
@@ -1280,7 +1280,10 @@ mod early_tests {
             .ingest(
                 Source::Docs(docs()),
                 &opts(),
-                &mut |r| Ok(reports.push(r.clone())),
+                &mut |r| {
+                    reports.push(r.clone());
+                    Ok(())
+                },
                 &|_| {},
             )
             .unwrap();
@@ -1294,7 +1297,15 @@ mod early_tests {
             .expect("a new index reads ahead");
         let mut ix = Index::open_writer(&early, &create()).unwrap();
         let s2 = ix
-            .ingest_early(pre, &opts(), &mut |r| Ok(reports.push(r.clone())), &|_| {})
+            .ingest_early(
+                pre,
+                &opts(),
+                &mut |r| {
+                    reports.push(r.clone());
+                    Ok(())
+                },
+                &|_| {},
+            )
             .unwrap();
         assert_eq!(outcome(&early, &s2, reports), want);
         assert_eq!(

@@ -93,6 +93,8 @@ fn partition<R: Record>(buf: &[R], buckets: usize) -> (Vec<R>, Vec<usize>) {
     buf.par_chunks(PART_RECORDS)
         .zip(starts.into_par_iter())
         .for_each(|(part, mut next)| {
+            // The whole `Out` (Send) is captured, not its raw pointer field (not Send).
+            #[allow(clippy::redundant_locals)]
             let dst = dst;
             for r in part {
                 let t = bucket(r);
