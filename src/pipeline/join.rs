@@ -131,6 +131,105 @@ impl PairRecord {
     }
 }
 
+/// The old segments' POSTINGS blocks the merge join (phase 2) will read, asked ahead while
+/// phase 1 chooses the probes: each probe record naming an old segment (its bit) is a seek
+/// of its key there, and the seeker reads the block [`segment::Segment::postings_block_for`]
+/// names (the block index, then the key filter): so the blocks asked are exactly the blocks
+/// the join reads in those segments, each once, in the order of the file. On a cold page
+/// cache they come in while the filter walk runs instead of as page faults (with the
+/// kernel's read-around) when the join reaches them.
+struct JoinAhead {
+    /// (index in `view.segments`, bit) of each old segment.
+    old: Vec<(usize, u32)>,
+    /// Union of the old segments' bits.
+    mask: u32,
+    /// Per old segment: the probe keys noted since the last [`JoinAhead::flush`].
+    keys: Vec<Vec<u64>>,
+    /// Per old segment: its blocks asked already, a bit each.
+    asked: Vec<Vec<u64>>,
+    /// Blocks asked.
+    blocks: u64,
+    queue: crate::view::ReadAheadQueue,
+}
+
+impl JoinAhead {
+    /// Over the old segments of `bits` (those not [`crate::query::NEW_SEGMENTS`]); None when
+    /// there are none or the share is 0.
+    fn new(view: &View, bits: &[u32], share: f64) -> Option<JoinAhead> {
+        let old: Vec<(usize, u32)> = (bits.iter().enumerate())
+            .filter(|&(_, &b)| b != crate::query::NEW_SEGMENTS)
+            .map(|(i, &b)| (i, b))
+            .collect();
+        if old.is_empty() || share <= 0.0 {
+            return None;
+        }
+        let asked = (old.iter())
+            .map(|&(si, _)| {
+                let n = view.segments[si].seg.block_count(segment::POSTINGS);
+                vec![0u64; n.div_ceil(64)]
+            })
+            .collect();
+        Some(JoinAhead {
+            mask: old.iter().fold(0, |m, &(_, b)| m | b),
+            keys: vec![Vec::new(); old.len()],
+            old,
+            asked,
+            blocks: 0,
+            queue: crate::view::ReadAheadQueue::new(share),
+        })
+    }
+
+    /// Notes the keys of `recs` the join will seek in old segments.
+    fn note(&mut self, recs: &[ProbeRecord]) {
+        for r in recs.iter().filter(|r| r.segs & self.mask != 0) {
+            for (j, &(_, bit)) in self.old.iter().enumerate() {
+                if r.segs & bit != 0 {
+                    self.keys[j].push(r.key);
+                }
+            }
+        }
+    }
+
+    /// The blocks of the keys noted that were not asked yet: `(index in view.segments,
+    /// block)`, sorted. A key whose block cannot be found (a damaged filter) is left to the
+    /// join, which reports it.
+    fn new_blocks(&mut self, view: &View) -> Vec<(usize, usize)> {
+        let found: Vec<Vec<usize>> = (self.keys.par_iter_mut().zip(&self.old))
+            .map(|(keys, &(si, _))| {
+                keys.sort_unstable();
+                keys.dedup();
+                let seg = &view.segments[si].seg;
+                let mut b: Vec<usize> = (keys.iter())
+                    .filter_map(|&k| seg.postings_block_for(k).ok().flatten())
+                    .collect();
+                keys.clear();
+                b.dedup(); // ascending with the keys
+                b
+            })
+            .collect();
+        let mut out = Vec::new();
+        for ((blocks, asked), &(si, _)) in found.iter().zip(&mut self.asked).zip(&self.old) {
+            for &bi in blocks {
+                let (w, bit) = (bi / 64, 1u64 << (bi % 64));
+                if let Some(a) = asked.get_mut(w) {
+                    if *a & bit == 0 {
+                        *a |= bit;
+                        out.push((si, bi));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Asks for the blocks of the keys noted since the last flush.
+    fn flush(&mut self, view: &View) {
+        let blocks = self.new_blocks(view);
+        self.blocks += blocks.len() as u64;
+        self.queue.ask_blocks(view, segment::POSTINGS, &blocks);
+    }
+}
+
 /// The pairs of [`super::pairs::for_each_pair_block`] (same arguments, same result), computed
 /// by the sort/merge-join pipeline of this module under `sort.mem_bytes`; run files go to
 /// `sort.tmp_dir`. `emit` gets the pairs in global `(a, b)` order, in blocks.
@@ -166,6 +265,12 @@ pub fn join_pairs(
         vec![u32::MAX; view.segments.len()]
     };
     let mut probes = ExternalSorter::<ProbeRecord>::new(half.clone())?;
+    // Old segments' posting blocks the join will read, asked as the probes are chosen.
+    let mut ahead = if per_segment {
+        JoinAhead::new(view, &bits, crate::view::read_ahead_share())
+    } else {
+        None
+    };
     // The plain choice is made on a format-3 prober's stored ranks, and only the chosen
     // ranks are mapped to keys (query::FrequentRanks): a fifth or so of its list at t = 0.8.
     let plain = !per_segment && matcher.plain_choice();
@@ -329,6 +434,9 @@ pub fn join_pairs(
             stats.max_df_postings_skipped += s.postings_skipped;
             stats.max_df_docs_cut += s.docs_cut;
             stats.add_absent_first(&s);
+            if let Some(ahead) = &mut ahead {
+                ahead.note(&recs);
+            }
             probes.extend(recs)?;
             for (i, r) in ranks {
                 if let Some(si) = lists.segment(i as usize) {
@@ -339,6 +447,9 @@ pub fn join_pairs(
             }
         }
         stats.documents += lists.len() as u64;
+        if let Some(ahead) = &mut ahead {
+            ahead.flush(view);
+        }
         lo = hi;
         if chosen >= max_chosen {
             map_chosen(&mut by_seg, &mut probes)?;
@@ -419,12 +530,18 @@ pub fn join_pairs(
         .sum();
     stats.keys_filtered = seekers.iter().map(|s| s.keys_filtered).sum();
     drop(seekers);
+    if let Some(ahead) = ahead.take() {
+        stats.read_ahead_blocks = ahead.blocks;
+        stats.read_ahead_join_bytes = ahead.queue.planned_bytes;
+        stats.read_ahead_skipped_bytes += ahead.queue.skipped_bytes;
+    }
     stats.candidate_records = cands.stats().records;
     let cands = cands.finish()?;
     stats.runs_spilled += cands.stats().runs_spilled;
 
     // 3. Verification, partner by partner, into the output sort.
     let mut found = ExternalSorter::<PairRecord>::new(half)?;
+    let share = crate::view::read_ahead_share();
     let mut chunk: Vec<DocPair> = Vec::with_capacity(VERIFY_CHUNK + 64);
     let verify_chunk = |chunk: &[DocPair], found: &mut ExternalSorter<PairRecord>| {
         let by_order = crate::query::compares_by_order(cfg.sample);
@@ -443,6 +560,12 @@ pub fn join_pairs(
         }
         ids.sort_unstable();
         ids.dedup();
+        // From a cold page cache: the chunk's FORWARD blocks asked at once (read by a
+        // background thread while the lists are decoded), and below the POSTINGS blocks its
+        // ranks are mapped in, as soon as the lists name them: exact ranges, no read-around.
+        let mut ahead = crate::view::ReadAheadQueue::new(share);
+        let fb = crate::query::DocLists::forward_blocks(view, &ids);
+        ahead.ask_blocks(view, segment::FORWARD, &fb);
         let mut lists = crate::query::DocLists::read(view, ids)?;
         // Each partner group with its first position in `chunk`.
         let groups: Vec<(usize, &[DocPair])> = chunk
@@ -551,7 +674,10 @@ pub fn join_pairs(
                 need[ai] = true;
             }
         }
+        let rb = lists.rank_blocks(view, |i| need[i])?;
+        ahead.ask_blocks(view, segment::POSTINGS, &rb);
         lists.map_hashes(view, |i| need[i])?;
+        let ahead = (ahead.planned_bytes, ahead.skipped_bytes);
         let lists = &lists;
         let ruled_out = &ruled_out;
         let results: Vec<Result<(Vec<Pair>, u64, u64)>> = groups
@@ -642,7 +768,7 @@ pub fn join_pairs(
                 found.push(PairRecord::from_pair(p))?;
             }
         }
-        Ok::<(u64, u64), Error>((n, r_out))
+        Ok::<(u64, u64, (u64, u64)), Error>((n, r_out, ahead))
     };
     // Stored-list entries the chunk reads: partners, and the probers within their size
     // bounds, counted per candidate (an upper bound).
@@ -688,9 +814,11 @@ pub fn join_pairs(
         // Cut chunks at partner boundaries so each partner's list is read once.
         let new_partner = chunk.last().is_none_or(|l| l.a != c.a);
         if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= max_listed) {
-            let (n, r) = verify_chunk(&chunk, &mut found)?;
+            let (n, r, (ra, rs)) = verify_chunk(&chunk, &mut found)?;
             stats.candidates += n;
             stats.ruled_out_coarse += r;
+            stats.read_ahead_verify_bytes += ra;
+            stats.read_ahead_skipped_bytes += rs;
             chunk.clear();
             // The mapped pages go back after as many entries as the largest chunk lists, not
             // after every chunk: a format-3 chunk maps ranks in (nearly) every POSTINGS block,
@@ -714,9 +842,11 @@ pub fn join_pairs(
         }
         chunk.push(c);
     }
-    let (n, r) = verify_chunk(&chunk, &mut found)?;
+    let (n, r, (ra, rs)) = verify_chunk(&chunk, &mut found)?;
     stats.candidates += n;
     stats.ruled_out_coarse += r;
+    stats.read_ahead_verify_bytes += ra;
+    stats.read_ahead_skipped_bytes += rs;
     drop(chunk);
     release_all(view);
     let found = found.finish()?;

@@ -458,6 +458,58 @@ impl Segment {
         will_need(&self.map, from, to);
     }
 
+    /// The number of blocks of table `table` (0 for an absent table).
+    pub fn block_count(&self, table: u32) -> usize {
+        self.table(table).map_or(0, |t| t.blocks.len())
+    }
+
+    /// The byte range `[from, to)` in the file of block `bi` of table `table` (None: no such
+    /// block): what reading that block (its crc check) reads.
+    pub fn block_range(&self, table: u32, bi: usize) -> Option<(u64, u64)> {
+        let b = self.table(table)?.blocks.get(bi)?;
+        let to = (b.offset + b.len as u64).min(self.map.len() as u64);
+        Some((b.offset, to))
+    }
+
+    /// The block of `table` whose key range covers `key` (None: no block does), by the block
+    /// index alone (no filter consulted): the block a `get` of `key` reads, a FORWARD list's.
+    pub fn block_covering(&self, table: u32, key: u64) -> Option<usize> {
+        let t = self.table(table)?;
+        let bi = t.last_keys.partition_point(|&last| last < key);
+        (t.blocks.get(bi)?.first_key <= key).then_some(bi)
+    }
+
+    /// Format 3: appends to `out` the POSTINGS blocks holding the ranks `ranks` (any order),
+    /// ascending and distinct: the blocks [`Segment::ranks_to_keys_bulk`] reads to map them.
+    /// Nothing when it reads none (formats 1 and 2, keys decoded in memory, no rank table).
+    pub fn rank_blocks(&self, ranks: &[u64], out: &mut Vec<usize>) -> Result<()> {
+        if !self.ranked_forward() || ranks.is_empty() || self.cached_key_count().is_some() {
+            return Ok(());
+        }
+        let Some(starts) = self.rank_starts()? else {
+            return Ok(());
+        };
+        let blocks = starts.len() - 1;
+        let total = starts[blocks];
+        let from = out.len();
+        // starts[..blocks] ascend: the block of r is the last one starting at or before r.
+        out.extend(
+            (ranks.iter())
+                .filter(|&&r| r < total)
+                .map(|&r| starts[..blocks].partition_point(|&s| s <= r) - 1),
+        );
+        out[from..].sort_unstable();
+        let mut w = from;
+        for i in from..out.len() {
+            if w == from || out[w - 1] != out[i] {
+                out[w] = out[i];
+                w += 1;
+            }
+        }
+        out.truncate(w);
+        Ok(())
+    }
+
     /// Whether the segment has POSTINGS key filters (table `POSTINGS_FILTER`).
     pub fn has_key_filter(&self) -> bool {
         self.table(super::POSTINGS_FILTER)
