@@ -1568,6 +1568,43 @@ mod read_ahead_tests {
         }
     }
 
+    #[test]
+    fn merge_ranges_joins_touching_ranges() {
+        let mut r = vec![
+            (0, 10),
+            (10, 20),
+            (25, 30),
+            (28, 40),
+            (40, 40),
+            (50, 60),
+            (55, 58),
+        ];
+        merge_ranges(&mut r);
+        assert_eq!(r, vec![(0, 20), (25, 40), (50, 60)]);
+        let mut e: Vec<(u64, u64)> = vec![(5, 5)];
+        merge_ranges(&mut e);
+        assert!(e.is_empty());
+    }
+
+    /// A queue takes ranges while they fit in what is left of its budget, over all asks
+    /// together, here and on its thread alike; the rest counts as skipped.
+    #[test]
+    fn read_ahead_queue_respects_its_budget() {
+        let f = |n| ReadAheadRange::File("/nonexistent".into(), n);
+        let mut q = ReadAheadQueue::with_budget(100);
+        assert_eq!(q.ask(vec![f(40), f(50), f(30)]), 90);
+        assert_eq!((q.planned_bytes, q.skipped_bytes, q.left()), (90, 30, 10));
+        assert_eq!(q.ask_here(vec![f(11), f(10)]), 10);
+        assert_eq!(q.ask(vec![f(1)]), 0);
+        assert_eq!((q.planned_bytes, q.skipped_bytes, q.left()), (100, 42, 0));
+        assert!(q.thread.is_some());
+        drop(q);
+        let mut q = ReadAheadQueue::with_budget(0);
+        assert_eq!(q.ask(vec![f(1)]), 0);
+        assert!(q.thread.is_none());
+        assert_eq!(ReadAheadQueue::new(0.0).left(), 0);
+    }
+
     /// `READ_AHEAD_ENV` sets the share; values outside [0, 1] or not numbers are ignored.
     #[test]
     fn share_defaults_and_bounds() {

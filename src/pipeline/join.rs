@@ -230,6 +230,60 @@ impl JoinAhead {
     }
 }
 
+/// The verification's read-ahead: each chunk's FORWARD blocks, and the POSTINGS blocks its
+/// ranks are mapped in, asked as soon as they are known (see `join_pairs`, phase 3), each
+/// block once over all chunks (one budget for them all), none of the segments skipped (a
+/// batch's own segments: just written, in the page cache).
+struct VerifyAhead {
+    /// Per segment and table (FORWARD, POSTINGS): its blocks asked already, a bit each.
+    asked: Vec<[Vec<u64>; 2]>,
+    skip: Vec<bool>,
+    queue: crate::view::ReadAheadQueue,
+}
+
+impl VerifyAhead {
+    fn new(view: &View, skip: Vec<bool>, share: f64) -> VerifyAhead {
+        let bits = |si: usize, table: u32| {
+            vec![0u64; view.segments[si].seg.block_count(table).div_ceil(64)]
+        };
+        VerifyAhead {
+            asked: (0..view.segments.len())
+                .map(|si| [bits(si, segment::FORWARD), bits(si, segment::POSTINGS)])
+                .collect(),
+            skip,
+            queue: crate::view::ReadAheadQueue::new(share),
+        }
+    }
+
+    /// Of `blocks` (`(index in view.segments, block)` of `table`, sorted), those not asked
+    /// yet nor in a skipped segment, now marked asked.
+    fn fresh(&mut self, table: u32, blocks: &[(usize, usize)]) -> Vec<(usize, usize)> {
+        let t = usize::from(table != segment::FORWARD);
+        (blocks.iter().copied())
+            .filter(|&(si, bi)| {
+                if self.skip.get(si).copied().unwrap_or(true) {
+                    return false;
+                }
+                let (w, bit) = (bi / 64, 1u64 << (bi % 64));
+                match self.asked[si][t].get_mut(w) {
+                    Some(a) if *a & bit == 0 => {
+                        *a |= bit;
+                        true
+                    }
+                    _ => false,
+                }
+            })
+            .collect()
+    }
+
+    /// Asks for the blocks of `table` not asked yet, by the calling thread (the reads follow
+    /// at once, in parallel: a request queued behind them would come too late).
+    fn ask(&mut self, view: &View, table: u32, blocks: &[(usize, usize)]) {
+        let fresh = self.fresh(table, blocks);
+        self.queue.ask_blocks_here(view, table, &fresh);
+    }
+}
+
 /// The pairs of [`super::pairs::for_each_pair_block`] (same arguments, same result), computed
 /// by the sort/merge-join pipeline of this module under `sort.mem_bytes`; run files go to
 /// `sort.tmp_dir`. `emit` gets the pairs in global `(a, b)` order, in blocks.
@@ -541,235 +595,243 @@ pub fn join_pairs(
 
     // 3. Verification, partner by partner, into the output sort.
     let mut found = ExternalSorter::<PairRecord>::new(half)?;
-    let share = crate::view::read_ahead_share();
+    // The verification's read-ahead: every segment's blocks, but those of a batch's own
+    // segments (per-segment probes: the segments not old), written a moment ago.
+    let skip: Vec<bool> = if per_segment {
+        bits.iter()
+            .map(|&b| b == crate::query::NEW_SEGMENTS)
+            .collect()
+    } else {
+        vec![false; view.segments.len()]
+    };
+    let mut ahead = VerifyAhead::new(view, skip, crate::view::read_ahead_share());
     let mut chunk: Vec<DocPair> = Vec::with_capacity(VERIFY_CHUNK + 64);
-    let verify_chunk = |chunk: &[DocPair], found: &mut ExternalSorter<PairRecord>| {
-        let by_order = crate::query::compares_by_order(cfg.sample);
-        let in_bounds = |d_len: usize, a: u32| {
-            let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, view.size(a) as usize);
-            lo <= d_len && d_len <= hi
-        };
-        // Every partner's and prober's stored list once; the hashes of those compared by
-        // hashes (a pair not within one format-3 segment) mapped in bulk, segment by segment
-        // (query::DocLists): each POSTINGS block read once for all of them.
-        let mut ids: Vec<u32> = Vec::with_capacity(chunk.len() * 2);
-        for g in chunk.chunk_by(|x, y| x.a == y.a) {
-            let d_len = view.size(g[0].a) as usize;
-            ids.push(g[0].a);
-            ids.extend(g.iter().filter(|c| in_bounds(d_len, c.b)).map(|c| c.b));
-        }
-        ids.sort_unstable();
-        ids.dedup();
-        // From a cold page cache: the chunk's FORWARD blocks asked at once (read by a
-        // background thread while the lists are decoded), and below the POSTINGS blocks its
-        // ranks are mapped in, as soon as the lists name them: exact ranges, no read-around.
-        let mut ahead = crate::view::ReadAheadQueue::new(share);
-        let fb = crate::query::DocLists::forward_blocks(view, &ids);
-        ahead.ask_blocks(view, segment::FORWARD, &fb);
-        let mut lists = crate::query::DocLists::read(view, ids)?;
-        // Each partner group with its first position in `chunk`.
-        let groups: Vec<(usize, &[DocPair])> = chunk
-            .chunk_by(|x, y| x.a == y.a)
-            .scan(0usize, |at, g| {
-                let here = *at;
-                *at += g.len();
-                Some((here, g))
-            })
-            .collect();
-        let ranked = |si: usize| view.segments[si].seg.ranked_forward();
-        // The pairs compared by hashes (not within one format-3 segment), as `(di, ai)`
-        // positions in `lists`, by their position in `chunk`.
-        let by_hashes = |lists: &crate::query::DocLists, c: &DocPair, sd: usize| {
-            let ai = lists.find(c.b)?;
-            (!(by_order && ranked(sd) && lists.segment(ai) == Some(sd))).then_some(ai)
-        };
-        // The pairs within the size bounds compared by hashes, as `(position in chunk, di,
-        // ai, segment of d)`: found once, for the coarse bound and for the mapping.
-        let mut hashed: Vec<(usize, usize, usize, usize)> = Vec::new();
-        for &(at, g) in &groups {
-            let Some(di) = lists.find(g[0].a) else {
-                continue;
+    let verify_chunk =
+        |chunk: &[DocPair], found: &mut ExternalSorter<PairRecord>, ahead: &mut VerifyAhead| {
+            let by_order = crate::query::compares_by_order(cfg.sample);
+            let in_bounds = |d_len: usize, a: u32| {
+                let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, view.size(a) as usize);
+                lo <= d_len && d_len <= hi
             };
-            let Some(sd) = lists.segment(di) else {
-                continue;
-            };
-            let d_len = lists.raw(di).len();
-            for (k, c) in g.iter().enumerate() {
-                if !in_bounds(d_len, c.b) {
-                    continue;
-                }
-                if let Some(ai) = by_hashes(&lists, c, sd) {
-                    hashed.push((at + k, di, ai, sd));
-                }
+            // Every partner's and prober's stored list once; the hashes of those compared by
+            // hashes (a pair not within one format-3 segment) mapped in bulk, segment by segment
+            // (query::DocLists): each POSTINGS block read once for all of them.
+            let mut ids: Vec<u32> = Vec::with_capacity(chunk.len() * 2);
+            for g in chunk.chunk_by(|x, y| x.a == y.a) {
+                let d_len = view.size(g[0].a) as usize;
+                ids.push(g[0].a);
+                ids.extend(g.iter().filter(|c| in_bounds(d_len, c.b)).map(|c| c.b));
             }
-        }
-        // With all / mod:M sampling (the decision grows with the intersection at fixed
-        // sizes), a pair compared by hashes with a format-3 side is first bounded by its
-        // coarse keys (`segment::coarse_overlap`: 16 bits a feature, from a 0.4 MB table per
-        // segment, no rank mapped to its key); only the pairs the bound lets through get
-        // their lists mapped. A pair ruled out is one the verification would reject.
-        let coarse = matches!(cfg.sample, Sample::All | Sample::Mod(_));
-        let mut ruled_out = vec![false; chunk.len()];
-        if coarse {
-            // The documents of such pairs; then, per segment, whether the bound pays
-            // (`Segment::coarse_pays`: not for a few candidates, as an ingest's).
-            let mut cross = vec![false; lists.len()];
-            for &(_, di, ai, sd) in &hashed {
-                if lists.segment(ai).is_some_and(|sa| ranked(sa) || ranked(sd)) {
-                    cross[di] = true;
-                    cross[ai] = true;
-                }
-            }
-            let mut wanted = vec![0u64; view.segments.len()];
-            for i in (0..lists.len()).filter(|&i| cross[i]) {
-                if let Some(si) = lists.segment(i) {
-                    wanted[si] += lists.raw(i).len() as u64;
-                }
-            }
-            let pays: Vec<bool> = (view.segments.iter().zip(&wanted))
-                .map(|(s, &w)| w == 0 || s.seg.coarse_pays(w))
-                .collect();
-            let need_c: Vec<bool> = (0..lists.len())
-                .map(|i| cross[i] && lists.segment(i).is_some_and(|si| pays[si]))
-                .collect();
-            lists.map_coarse(view, |i| need_c[i])?;
-            let lists = &lists;
-            let outs: Vec<Vec<usize>> = groups
-                .par_iter()
-                .map(|&(at, g)| {
-                    let mut out = Vec::new();
-                    let Some(di) = lists.find(g[0].a) else {
-                        return out;
-                    };
-                    let (Some(sd), Some(cd)) = (lists.segment(di), lists.coarse(di)) else {
-                        return out;
-                    };
-                    for (k, c) in g.iter().enumerate() {
-                        if !in_bounds(cd.len(), c.b) {
-                            continue;
-                        }
-                        let Some(ai) = by_hashes(lists, c, sd) else {
-                            continue;
-                        };
-                        let Some(ca) = lists.coarse(ai) else { continue };
-                        let bound = segment::coarse_overlap(ca, cd);
-                        if !cfg
-                            .sample
-                            .may_reach(cfg.threshold, ca.len(), cd.len(), bound)
-                        {
-                            out.push(at + k);
-                        }
-                    }
-                    out
+            ids.sort_unstable();
+            ids.dedup();
+            // From a cold page cache: the chunk's FORWARD blocks asked at once, and below the
+            // POSTINGS blocks its ranks are mapped in, as soon as the lists name them: exact
+            // ranges in flight together, no read-around.
+            let fb = crate::query::DocLists::forward_blocks(view, &ids);
+            ahead.ask(view, segment::FORWARD, &fb);
+            let mut lists = crate::query::DocLists::read(view, ids)?;
+            // Each partner group with its first position in `chunk`.
+            let groups: Vec<(usize, &[DocPair])> = chunk
+                .chunk_by(|x, y| x.a == y.a)
+                .scan(0usize, |at, g| {
+                    let here = *at;
+                    *at += g.len();
+                    Some((here, g))
                 })
                 .collect();
-            for k in outs.into_iter().flatten() {
-                ruled_out[k] = true;
-            }
-        }
-        let mut need = vec![false; lists.len()];
-        for &(pos, di, ai, _) in &hashed {
-            if !ruled_out[pos] {
-                need[di] = true;
-                need[ai] = true;
-            }
-        }
-        let rb = lists.rank_blocks(view, |i| need[i])?;
-        ahead.ask_blocks(view, segment::POSTINGS, &rb);
-        lists.map_hashes(view, |i| need[i])?;
-        let ahead = (ahead.planned_bytes, ahead.skipped_bytes);
-        let lists = &lists;
-        let ruled_out = &ruled_out;
-        let results: Vec<Result<(Vec<Pair>, u64, u64)>> = groups
-            .par_iter()
-            .map_init(
-                || (Vec::new(), Vec::new()),
-                |(xa, xd), &(at, group)| {
-                    let d = group[0].a;
-                    let mut out = Vec::new();
-                    let (mut checked, mut ruled) = (0u64, 0u64);
-                    let Some(di) = lists.find(d) else {
-                        return Ok((out, checked, ruled));
-                    };
-                    let Some(sd) = lists.segment(di) else {
-                        return Ok((out, checked, ruled));
-                    };
-                    let rd = lists.raw(di);
-                    let by_ranks = view.segments[sd].seg.ranked_forward() && by_order;
-                    let m = rd.len();
-                    for (k, c) in group.iter().enumerate() {
-                        let a = c.b;
-                        if !in_bounds(m, a) {
-                            continue;
-                        }
-                        checked += 1;
-                        if ruled_out[at + k] {
-                            ruled += 1;
-                            continue;
-                        }
-                        // A prober the size estimate left out (its size unlike its list):
-                        // read here, as list by list did.
-                        let (sa, ra, ha) = match lists.find(a) {
-                            Some(ai) => match lists.segment(ai) {
-                                Some(sa) => (sa, lists.raw(ai), lists.hashes(ai)),
-                                None => continue,
-                            },
-                            None => {
-                                let Some(sa) = view.forward_raw_into(a, xa)? else {
-                                    continue;
-                                };
-                                (sa, &xa[..], None)
-                            }
-                        };
-                        let ov = if by_ranks && sa == sd {
-                            cfg.sample.verify(ra, rd, cfg.threshold)
-                        } else {
-                            let ha = match ha {
-                                Some(h) => h,
-                                None => {
-                                    let mut v = ra.to_vec();
-                                    view.segments[sa].seg.ranks_to_keys(&mut v, 0)?;
-                                    *xa = v;
-                                    &xa[..]
-                                }
-                            };
-                            let hd = match lists.hashes(di) {
-                                Some(h) => h,
-                                None => {
-                                    if xd.is_empty() {
-                                        xd.extend_from_slice(rd);
-                                        view.segments[sd].seg.ranks_to_keys(xd, 0)?;
-                                    }
-                                    &xd[..]
-                                }
-                            };
-                            cfg.sample.verify(ha, hd, cfg.threshold)
-                        };
-                        if let Some(ov) = ov {
-                            let (x, y) = if a < d { (a, d) } else { (d, a) };
-                            out.push(Pair {
-                                a: x,
-                                b: y,
-                                m: Match::of(d, ov),
-                            });
-                        }
+            let ranked = |si: usize| view.segments[si].seg.ranked_forward();
+            // The pairs compared by hashes (not within one format-3 segment), as `(di, ai)`
+            // positions in `lists`, by their position in `chunk`.
+            let by_hashes = |lists: &crate::query::DocLists, c: &DocPair, sd: usize| {
+                let ai = lists.find(c.b)?;
+                (!(by_order && ranked(sd) && lists.segment(ai) == Some(sd))).then_some(ai)
+            };
+            // The pairs within the size bounds compared by hashes, as `(position in chunk, di,
+            // ai, segment of d)`: found once, for the coarse bound and for the mapping.
+            let mut hashed: Vec<(usize, usize, usize, usize)> = Vec::new();
+            for &(at, g) in &groups {
+                let Some(di) = lists.find(g[0].a) else {
+                    continue;
+                };
+                let Some(sd) = lists.segment(di) else {
+                    continue;
+                };
+                let d_len = lists.raw(di).len();
+                for (k, c) in g.iter().enumerate() {
+                    if !in_bounds(d_len, c.b) {
+                        continue;
                     }
-                    xd.clear();
-                    Ok((out, checked, ruled))
-                },
-            )
-            .collect();
-        let (mut n, mut r_out) = (0u64, 0u64);
-        for r in results {
-            let (pairs, checked, ruled) = r?;
-            n += checked;
-            r_out += ruled;
-            for p in &pairs {
-                found.push(PairRecord::from_pair(p))?;
+                    if let Some(ai) = by_hashes(&lists, c, sd) {
+                        hashed.push((at + k, di, ai, sd));
+                    }
+                }
             }
-        }
-        Ok::<(u64, u64, (u64, u64)), Error>((n, r_out, ahead))
-    };
+            // With all / mod:M sampling (the decision grows with the intersection at fixed
+            // sizes), a pair compared by hashes with a format-3 side is first bounded by its
+            // coarse keys (`segment::coarse_overlap`: 16 bits a feature, from a 0.4 MB table per
+            // segment, no rank mapped to its key); only the pairs the bound lets through get
+            // their lists mapped. A pair ruled out is one the verification would reject.
+            let coarse = matches!(cfg.sample, Sample::All | Sample::Mod(_));
+            let mut ruled_out = vec![false; chunk.len()];
+            if coarse {
+                // The documents of such pairs; then, per segment, whether the bound pays
+                // (`Segment::coarse_pays`: not for a few candidates, as an ingest's).
+                let mut cross = vec![false; lists.len()];
+                for &(_, di, ai, sd) in &hashed {
+                    if lists.segment(ai).is_some_and(|sa| ranked(sa) || ranked(sd)) {
+                        cross[di] = true;
+                        cross[ai] = true;
+                    }
+                }
+                let mut wanted = vec![0u64; view.segments.len()];
+                for i in (0..lists.len()).filter(|&i| cross[i]) {
+                    if let Some(si) = lists.segment(i) {
+                        wanted[si] += lists.raw(i).len() as u64;
+                    }
+                }
+                let pays: Vec<bool> = (view.segments.iter().zip(&wanted))
+                    .map(|(s, &w)| w == 0 || s.seg.coarse_pays(w))
+                    .collect();
+                let need_c: Vec<bool> = (0..lists.len())
+                    .map(|i| cross[i] && lists.segment(i).is_some_and(|si| pays[si]))
+                    .collect();
+                lists.map_coarse(view, |i| need_c[i])?;
+                let lists = &lists;
+                let outs: Vec<Vec<usize>> = groups
+                    .par_iter()
+                    .map(|&(at, g)| {
+                        let mut out = Vec::new();
+                        let Some(di) = lists.find(g[0].a) else {
+                            return out;
+                        };
+                        let (Some(sd), Some(cd)) = (lists.segment(di), lists.coarse(di)) else {
+                            return out;
+                        };
+                        for (k, c) in g.iter().enumerate() {
+                            if !in_bounds(cd.len(), c.b) {
+                                continue;
+                            }
+                            let Some(ai) = by_hashes(lists, c, sd) else {
+                                continue;
+                            };
+                            let Some(ca) = lists.coarse(ai) else { continue };
+                            let bound = segment::coarse_overlap(ca, cd);
+                            if !cfg
+                                .sample
+                                .may_reach(cfg.threshold, ca.len(), cd.len(), bound)
+                            {
+                                out.push(at + k);
+                            }
+                        }
+                        out
+                    })
+                    .collect();
+                for k in outs.into_iter().flatten() {
+                    ruled_out[k] = true;
+                }
+            }
+            let mut need = vec![false; lists.len()];
+            for &(pos, di, ai, _) in &hashed {
+                if !ruled_out[pos] {
+                    need[di] = true;
+                    need[ai] = true;
+                }
+            }
+            let rb = lists.rank_blocks(view, |i| need[i])?;
+            ahead.ask(view, segment::POSTINGS, &rb);
+            lists.map_hashes(view, |i| need[i])?;
+            let lists = &lists;
+            let ruled_out = &ruled_out;
+            let results: Vec<Result<(Vec<Pair>, u64, u64)>> = groups
+                .par_iter()
+                .map_init(
+                    || (Vec::new(), Vec::new()),
+                    |(xa, xd), &(at, group)| {
+                        let d = group[0].a;
+                        let mut out = Vec::new();
+                        let (mut checked, mut ruled) = (0u64, 0u64);
+                        let Some(di) = lists.find(d) else {
+                            return Ok((out, checked, ruled));
+                        };
+                        let Some(sd) = lists.segment(di) else {
+                            return Ok((out, checked, ruled));
+                        };
+                        let rd = lists.raw(di);
+                        let by_ranks = view.segments[sd].seg.ranked_forward() && by_order;
+                        let m = rd.len();
+                        for (k, c) in group.iter().enumerate() {
+                            let a = c.b;
+                            if !in_bounds(m, a) {
+                                continue;
+                            }
+                            checked += 1;
+                            if ruled_out[at + k] {
+                                ruled += 1;
+                                continue;
+                            }
+                            // A prober the size estimate left out (its size unlike its list):
+                            // read here, as list by list did.
+                            let (sa, ra, ha) = match lists.find(a) {
+                                Some(ai) => match lists.segment(ai) {
+                                    Some(sa) => (sa, lists.raw(ai), lists.hashes(ai)),
+                                    None => continue,
+                                },
+                                None => {
+                                    let Some(sa) = view.forward_raw_into(a, xa)? else {
+                                        continue;
+                                    };
+                                    (sa, &xa[..], None)
+                                }
+                            };
+                            let ov = if by_ranks && sa == sd {
+                                cfg.sample.verify(ra, rd, cfg.threshold)
+                            } else {
+                                let ha = match ha {
+                                    Some(h) => h,
+                                    None => {
+                                        let mut v = ra.to_vec();
+                                        view.segments[sa].seg.ranks_to_keys(&mut v, 0)?;
+                                        *xa = v;
+                                        &xa[..]
+                                    }
+                                };
+                                let hd = match lists.hashes(di) {
+                                    Some(h) => h,
+                                    None => {
+                                        if xd.is_empty() {
+                                            xd.extend_from_slice(rd);
+                                            view.segments[sd].seg.ranks_to_keys(xd, 0)?;
+                                        }
+                                        &xd[..]
+                                    }
+                                };
+                                cfg.sample.verify(ha, hd, cfg.threshold)
+                            };
+                            if let Some(ov) = ov {
+                                let (x, y) = if a < d { (a, d) } else { (d, a) };
+                                out.push(Pair {
+                                    a: x,
+                                    b: y,
+                                    m: Match::of(d, ov),
+                                });
+                            }
+                        }
+                        xd.clear();
+                        Ok((out, checked, ruled))
+                    },
+                )
+                .collect();
+            let (mut n, mut r_out) = (0u64, 0u64);
+            for r in results {
+                let (pairs, checked, ruled) = r?;
+                n += checked;
+                r_out += ruled;
+                for p in &pairs {
+                    found.push(PairRecord::from_pair(p))?;
+                }
+            }
+            Ok::<(u64, u64), Error>((n, r_out))
+        };
     // Stored-list entries the chunk reads: partners, and the probers within their size
     // bounds, counted per candidate (an upper bound).
     let max_listed = verify_lists(sort.mem_bytes);
@@ -814,11 +876,9 @@ pub fn join_pairs(
         // Cut chunks at partner boundaries so each partner's list is read once.
         let new_partner = chunk.last().is_none_or(|l| l.a != c.a);
         if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= max_listed) {
-            let (n, r, (ra, rs)) = verify_chunk(&chunk, &mut found)?;
+            let (n, r) = verify_chunk(&chunk, &mut found, &mut ahead)?;
             stats.candidates += n;
             stats.ruled_out_coarse += r;
-            stats.read_ahead_verify_bytes += ra;
-            stats.read_ahead_skipped_bytes += rs;
             chunk.clear();
             // The mapped pages go back after as many entries as the largest chunk lists, not
             // after every chunk: a format-3 chunk maps ranks in (nearly) every POSTINGS block,
@@ -842,11 +902,12 @@ pub fn join_pairs(
         }
         chunk.push(c);
     }
-    let (n, r, (ra, rs)) = verify_chunk(&chunk, &mut found)?;
+    let (n, r) = verify_chunk(&chunk, &mut found, &mut ahead)?;
     stats.candidates += n;
     stats.ruled_out_coarse += r;
-    stats.read_ahead_verify_bytes += ra;
-    stats.read_ahead_skipped_bytes += rs;
+    stats.read_ahead_verify_bytes = ahead.queue.planned_bytes;
+    stats.read_ahead_skipped_bytes += ahead.queue.skipped_bytes;
+    drop(ahead);
     drop(chunk);
     release_all(view);
     let found = found.finish()?;
@@ -887,6 +948,181 @@ mod tests {
         let mut buf = [0u8; PairRecord::SIZE];
         r.encode(&mut buf);
         PairRecord::decode(&buf)
+    }
+
+    /// An index of 3000 pages (dozens of POSTINGS blocks) and a batch of 40 after it: 2
+    /// near copies of batch-1 pages, 38 of unseen words. Returns the first batch document.
+    fn two_batches(dir: &std::path::Path) -> (crate::index::Index, u32) {
+        let word = |d: u32, i: u32| {
+            if i < 60 {
+                format!("f{}w{i}", d % 20)
+            } else {
+                format!("own{d}x{i}")
+            }
+        };
+        let mut ix = word_pages_index(dir, 3000, 120, word);
+        let lo = ix.view().doc_ids();
+        let docs2 = dir.join("docs2");
+        std::fs::create_dir_all(&docs2).unwrap();
+        for d in 0..40u32 {
+            let text: Vec<String> = (0..120)
+                .map(|i| {
+                    if d < 2 {
+                        word(d, i)
+                    } else {
+                        format!("new{d}y{i}")
+                    }
+                })
+                .collect();
+            let html = format!("<html><body><p>{}</p></body></html>", text.join(" "));
+            std::fs::write(docs2.join(format!("n{d:02}.html")), html).unwrap();
+        }
+        let opts = crate::pipeline::IngestOptions {
+            mem_bytes: 16 << 20,
+            ..Default::default()
+        };
+        ix.ingest(vec![docs2], &opts, &mut |_| Ok(()), &|_| {})
+            .unwrap();
+        (ix, lo)
+    }
+
+    /// The join's read-ahead asks for exactly the old segments' posting blocks its seekers
+    /// read for the same probe records, each once over several flushes; and the whole join
+    /// (per-segment probes) asks for as many blocks as it reads in old segments.
+    #[test]
+    fn join_read_ahead_asks_the_blocks_the_seekers_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ix, lo) = two_batches(tmp.path());
+        let view = ix.view();
+        let sample = ix.options().sample().unwrap();
+        let cfg = PairsConfig::new(sample, "0.5".parse().unwrap());
+        let bits = cfg.matcher(view, lo).segment_bits();
+        let old: Vec<usize> = (0..bits.len())
+            .filter(|&i| bits[i] != crate::query::NEW_SEGMENTS)
+            .collect();
+        assert!(!old.is_empty() && old.len() < bits.len(), "{bits:?}");
+        // Probe records: every feature of every batch document (present in old segments or
+        // not), and some keys no document has; the segment bits vary.
+        let mut recs = Vec::new();
+        let mut x = Vec::new();
+        for d in lo..view.doc_ids() {
+            view.features_into(d, &mut x).unwrap();
+            for (j, &key) in x.iter().enumerate() {
+                let segs = match j % 3 {
+                    0 => u32::MAX,
+                    1 => bits[old[0]],
+                    _ => crate::query::NEW_SEGMENTS,
+                };
+                recs.push(ProbeRecord { key, doc: d, segs });
+            }
+        }
+        for d in 0..200u32 {
+            view.features_into(d * 13, &mut x).unwrap();
+            recs.extend(x.iter().map(|&key| ProbeRecord {
+                key,
+                doc: lo,
+                segs: u32::MAX,
+            }));
+        }
+        recs.extend((0..500u64).map(|k| ProbeRecord {
+            key: k.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            doc: lo,
+            segs: u32::MAX,
+        }));
+        // Asked in two flushes (the second half repeats keys of the first).
+        let mut ahead = JoinAhead::new(view, &bits, 0.25).unwrap();
+        let half = recs.len() / 2;
+        ahead.note(&recs[..half]);
+        let mut asked = ahead.new_blocks(view);
+        ahead.note(&recs[half / 2..]);
+        let more = ahead.new_blocks(view);
+        assert!(more.iter().all(|b| !asked.contains(b)), "asked twice");
+        asked.extend(more);
+        asked.sort_unstable();
+        // What the join's seekers read for the same records, in key order.
+        recs.sort_unstable_by_key(|r| r.key);
+        let mut read = Vec::new();
+        for &si in &old {
+            let seg = &view.segments[si].seg;
+            let mut sk = seg.seeker(segment::POSTINGS);
+            for r in recs.iter().filter(|r| r.segs & bits[si] != 0) {
+                let before = sk.blocks_read;
+                sk.seek_postings(r.key).unwrap();
+                if sk.blocks_read > before {
+                    read.push((si, seg.block_covering(segment::POSTINGS, r.key).unwrap()));
+                }
+            }
+        }
+        read.sort_unstable();
+        assert!(read.len() > 10, "{} blocks", read.len());
+        assert_eq!(asked, read);
+        assert_eq!(ahead.blocks, 0, "new_blocks alone counts nothing");
+        // The whole join: per-segment probes ask for what the old segments' seekers read.
+        let sort = SortOptions::new(64 << 20, &tmp.path().join("sort"));
+        let s = join_pairs(view, &cfg, &sort, lo..view.doc_ids(), lo, |_| Ok(())).unwrap();
+        assert!(s.old_blocks_read > 0, "{s:?}");
+        assert_eq!(s.read_ahead_blocks, s.old_blocks_read, "{s:?}");
+        assert!(s.read_ahead_join_bytes >= s.old_blocks_read * 64, "{s:?}");
+        assert!(s.read_ahead_verify_bytes > 0, "{s:?}");
+        assert_eq!(s.read_ahead_skipped_bytes, 0, "{s:?}");
+        // A share of 0 asks for nothing.
+        assert!(JoinAhead::new(view, &bits, 0.0).is_none());
+    }
+
+    /// The verification's read-ahead names exactly the FORWARD blocks holding the lists it
+    /// reads, and the POSTINGS blocks holding the keys their ranks map to.
+    #[test]
+    fn verification_read_ahead_names_the_blocks_it_reads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ix, lo) = two_batches(tmp.path());
+        let view = ix.view();
+        let ids: Vec<u32> = (0..view.doc_ids())
+            .filter(|d| d % 7 == 0 || *d >= lo)
+            .collect();
+        let fb = crate::query::DocLists::forward_blocks(view, &ids);
+        // Each list's stored bytes lie in a block named; each block named holds a list.
+        let mut want = Vec::new();
+        for &d in &ids {
+            for (si, s) in view.segments.iter().enumerate() {
+                let Some(v) = s.seg.get(segment::FORWARD, d as u64).unwrap() else {
+                    continue;
+                };
+                let at = s.seg.offset_in_file(v).unwrap();
+                let bi = (0..s.seg.block_count(segment::FORWARD))
+                    .find(|&bi| {
+                        let (from, to) = s.seg.block_range(segment::FORWARD, bi).unwrap();
+                        from <= at && at + v.len() as u64 <= to
+                    })
+                    .unwrap();
+                want.push((si, bi));
+            }
+        }
+        want.sort_unstable();
+        want.dedup();
+        assert!(want.len() > 3, "{want:?}");
+        assert_eq!(fb, want);
+        // Rank blocks: the POSTINGS blocks whose key ranges hold the mapped keys.
+        let lists = crate::query::DocLists::read(view, ids.clone()).unwrap();
+        let need = |i: usize| i % 2 == 0;
+        let rb = lists.rank_blocks(view, need).unwrap();
+        let mut want = Vec::new();
+        for i in (0..lists.len()).filter(|&i| need(i)) {
+            let Some(si) = lists.segment(i) else { continue };
+            let seg = &view.segments[si].seg;
+            if !seg.ranked_forward() || seg.cached_key_count().is_some() {
+                continue;
+            }
+            let mut keys = lists.raw(i).to_vec();
+            seg.ranks_to_keys_by_blocks(&mut keys).unwrap();
+            want.extend(
+                keys.iter()
+                    .map(|&k| (si, seg.block_covering(segment::POSTINGS, k).unwrap())),
+            );
+        }
+        want.sort_unstable();
+        want.dedup();
+        assert!(want.len() > 3, "{want:?}");
+        assert_eq!(rb, want);
     }
 
     #[test]

@@ -458,6 +458,14 @@ impl Segment {
         will_need(&self.map, from, to);
     }
 
+    /// Where the bytes `v` (a value this segment handed out) start in the file; None for
+    /// bytes outside its mapping.
+    pub fn offset_in_file(&self, v: &[u8]) -> Option<u64> {
+        let base = self.map.as_ptr() as usize;
+        let at = (v.as_ptr() as usize).checked_sub(base)?;
+        (at + v.len() <= self.map.len()).then_some(at as u64)
+    }
+
     /// The number of blocks of table `table` (0 for an absent table).
     pub fn block_count(&self, table: u32) -> usize {
         self.table(table).map_or(0, |t| t.blocks.len())
