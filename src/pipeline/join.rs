@@ -606,232 +606,231 @@ pub fn join_pairs(
     };
     let mut ahead = VerifyAhead::new(view, skip, crate::view::read_ahead_share());
     let mut chunk: Vec<DocPair> = Vec::with_capacity(VERIFY_CHUNK + 64);
-    let verify_chunk =
-        |chunk: &[DocPair], found: &mut ExternalSorter<PairRecord>, ahead: &mut VerifyAhead| {
-            let by_order = crate::query::compares_by_order(cfg.sample);
-            let in_bounds = |d_len: usize, a: u32| {
-                let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, view.size(a) as usize);
-                lo <= d_len && d_len <= hi
+    let mut verify_chunk = |chunk: &[DocPair], found: &mut ExternalSorter<PairRecord>| {
+        let by_order = crate::query::compares_by_order(cfg.sample);
+        let in_bounds = |d_len: usize, a: u32| {
+            let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, view.size(a) as usize);
+            lo <= d_len && d_len <= hi
+        };
+        // Every partner's and prober's stored list once; the hashes of those compared by
+        // hashes (a pair not within one format-3 segment) mapped in bulk, segment by segment
+        // (query::DocLists): each POSTINGS block read once for all of them.
+        let mut ids: Vec<u32> = Vec::with_capacity(chunk.len() * 2);
+        for g in chunk.chunk_by(|x, y| x.a == y.a) {
+            let d_len = view.size(g[0].a) as usize;
+            ids.push(g[0].a);
+            ids.extend(g.iter().filter(|c| in_bounds(d_len, c.b)).map(|c| c.b));
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        // From a cold page cache: the chunk's FORWARD blocks asked at once, and below the
+        // POSTINGS blocks its ranks are mapped in, as soon as the lists name them: exact
+        // ranges in flight together, no read-around.
+        let fb = crate::query::DocLists::forward_blocks(view, &ids);
+        ahead.ask(view, segment::FORWARD, &fb);
+        let mut lists = crate::query::DocLists::read(view, ids)?;
+        // Each partner group with its first position in `chunk`.
+        let groups: Vec<(usize, &[DocPair])> = chunk
+            .chunk_by(|x, y| x.a == y.a)
+            .scan(0usize, |at, g| {
+                let here = *at;
+                *at += g.len();
+                Some((here, g))
+            })
+            .collect();
+        let ranked = |si: usize| view.segments[si].seg.ranked_forward();
+        // The pairs compared by hashes (not within one format-3 segment), as `(di, ai)`
+        // positions in `lists`, by their position in `chunk`.
+        let by_hashes = |lists: &crate::query::DocLists, c: &DocPair, sd: usize| {
+            let ai = lists.find(c.b)?;
+            (!(by_order && ranked(sd) && lists.segment(ai) == Some(sd))).then_some(ai)
+        };
+        // The pairs within the size bounds compared by hashes, as `(position in chunk, di,
+        // ai, segment of d)`: found once, for the coarse bound and for the mapping.
+        let mut hashed: Vec<(usize, usize, usize, usize)> = Vec::new();
+        for &(at, g) in &groups {
+            let Some(di) = lists.find(g[0].a) else {
+                continue;
             };
-            // Every partner's and prober's stored list once; the hashes of those compared by
-            // hashes (a pair not within one format-3 segment) mapped in bulk, segment by segment
-            // (query::DocLists): each POSTINGS block read once for all of them.
-            let mut ids: Vec<u32> = Vec::with_capacity(chunk.len() * 2);
-            for g in chunk.chunk_by(|x, y| x.a == y.a) {
-                let d_len = view.size(g[0].a) as usize;
-                ids.push(g[0].a);
-                ids.extend(g.iter().filter(|c| in_bounds(d_len, c.b)).map(|c| c.b));
+            let Some(sd) = lists.segment(di) else {
+                continue;
+            };
+            let d_len = lists.raw(di).len();
+            for (k, c) in g.iter().enumerate() {
+                if !in_bounds(d_len, c.b) {
+                    continue;
+                }
+                if let Some(ai) = by_hashes(&lists, c, sd) {
+                    hashed.push((at + k, di, ai, sd));
+                }
             }
-            ids.sort_unstable();
-            ids.dedup();
-            // From a cold page cache: the chunk's FORWARD blocks asked at once, and below the
-            // POSTINGS blocks its ranks are mapped in, as soon as the lists name them: exact
-            // ranges in flight together, no read-around.
-            let fb = crate::query::DocLists::forward_blocks(view, &ids);
-            ahead.ask(view, segment::FORWARD, &fb);
-            let mut lists = crate::query::DocLists::read(view, ids)?;
-            // Each partner group with its first position in `chunk`.
-            let groups: Vec<(usize, &[DocPair])> = chunk
-                .chunk_by(|x, y| x.a == y.a)
-                .scan(0usize, |at, g| {
-                    let here = *at;
-                    *at += g.len();
-                    Some((here, g))
+        }
+        // With all / mod:M sampling (the decision grows with the intersection at fixed
+        // sizes), a pair compared by hashes with a format-3 side is first bounded by its
+        // coarse keys (`segment::coarse_overlap`: 16 bits a feature, from a 0.4 MB table per
+        // segment, no rank mapped to its key); only the pairs the bound lets through get
+        // their lists mapped. A pair ruled out is one the verification would reject.
+        let coarse = matches!(cfg.sample, Sample::All | Sample::Mod(_));
+        let mut ruled_out = vec![false; chunk.len()];
+        if coarse {
+            // The documents of such pairs; then, per segment, whether the bound pays
+            // (`Segment::coarse_pays`: not for a few candidates, as an ingest's).
+            let mut cross = vec![false; lists.len()];
+            for &(_, di, ai, sd) in &hashed {
+                if lists.segment(ai).is_some_and(|sa| ranked(sa) || ranked(sd)) {
+                    cross[di] = true;
+                    cross[ai] = true;
+                }
+            }
+            let mut wanted = vec![0u64; view.segments.len()];
+            for i in (0..lists.len()).filter(|&i| cross[i]) {
+                if let Some(si) = lists.segment(i) {
+                    wanted[si] += lists.raw(i).len() as u64;
+                }
+            }
+            let pays: Vec<bool> = (view.segments.iter().zip(&wanted))
+                .map(|(s, &w)| w == 0 || s.seg.coarse_pays(w))
+                .collect();
+            let need_c: Vec<bool> = (0..lists.len())
+                .map(|i| cross[i] && lists.segment(i).is_some_and(|si| pays[si]))
+                .collect();
+            lists.map_coarse(view, |i| need_c[i])?;
+            let lists = &lists;
+            let outs: Vec<Vec<usize>> = groups
+                .par_iter()
+                .map(|&(at, g)| {
+                    let mut out = Vec::new();
+                    let Some(di) = lists.find(g[0].a) else {
+                        return out;
+                    };
+                    let (Some(sd), Some(cd)) = (lists.segment(di), lists.coarse(di)) else {
+                        return out;
+                    };
+                    for (k, c) in g.iter().enumerate() {
+                        if !in_bounds(cd.len(), c.b) {
+                            continue;
+                        }
+                        let Some(ai) = by_hashes(lists, c, sd) else {
+                            continue;
+                        };
+                        let Some(ca) = lists.coarse(ai) else { continue };
+                        let bound = segment::coarse_overlap(ca, cd);
+                        if !cfg
+                            .sample
+                            .may_reach(cfg.threshold, ca.len(), cd.len(), bound)
+                        {
+                            out.push(at + k);
+                        }
+                    }
+                    out
                 })
                 .collect();
-            let ranked = |si: usize| view.segments[si].seg.ranked_forward();
-            // The pairs compared by hashes (not within one format-3 segment), as `(di, ai)`
-            // positions in `lists`, by their position in `chunk`.
-            let by_hashes = |lists: &crate::query::DocLists, c: &DocPair, sd: usize| {
-                let ai = lists.find(c.b)?;
-                (!(by_order && ranked(sd) && lists.segment(ai) == Some(sd))).then_some(ai)
-            };
-            // The pairs within the size bounds compared by hashes, as `(position in chunk, di,
-            // ai, segment of d)`: found once, for the coarse bound and for the mapping.
-            let mut hashed: Vec<(usize, usize, usize, usize)> = Vec::new();
-            for &(at, g) in &groups {
-                let Some(di) = lists.find(g[0].a) else {
-                    continue;
-                };
-                let Some(sd) = lists.segment(di) else {
-                    continue;
-                };
-                let d_len = lists.raw(di).len();
-                for (k, c) in g.iter().enumerate() {
-                    if !in_bounds(d_len, c.b) {
-                        continue;
-                    }
-                    if let Some(ai) = by_hashes(&lists, c, sd) {
-                        hashed.push((at + k, di, ai, sd));
-                    }
-                }
+            for k in outs.into_iter().flatten() {
+                ruled_out[k] = true;
             }
-            // With all / mod:M sampling (the decision grows with the intersection at fixed
-            // sizes), a pair compared by hashes with a format-3 side is first bounded by its
-            // coarse keys (`segment::coarse_overlap`: 16 bits a feature, from a 0.4 MB table per
-            // segment, no rank mapped to its key); only the pairs the bound lets through get
-            // their lists mapped. A pair ruled out is one the verification would reject.
-            let coarse = matches!(cfg.sample, Sample::All | Sample::Mod(_));
-            let mut ruled_out = vec![false; chunk.len()];
-            if coarse {
-                // The documents of such pairs; then, per segment, whether the bound pays
-                // (`Segment::coarse_pays`: not for a few candidates, as an ingest's).
-                let mut cross = vec![false; lists.len()];
-                for &(_, di, ai, sd) in &hashed {
-                    if lists.segment(ai).is_some_and(|sa| ranked(sa) || ranked(sd)) {
-                        cross[di] = true;
-                        cross[ai] = true;
-                    }
-                }
-                let mut wanted = vec![0u64; view.segments.len()];
-                for i in (0..lists.len()).filter(|&i| cross[i]) {
-                    if let Some(si) = lists.segment(i) {
-                        wanted[si] += lists.raw(i).len() as u64;
-                    }
-                }
-                let pays: Vec<bool> = (view.segments.iter().zip(&wanted))
-                    .map(|(s, &w)| w == 0 || s.seg.coarse_pays(w))
-                    .collect();
-                let need_c: Vec<bool> = (0..lists.len())
-                    .map(|i| cross[i] && lists.segment(i).is_some_and(|si| pays[si]))
-                    .collect();
-                lists.map_coarse(view, |i| need_c[i])?;
-                let lists = &lists;
-                let outs: Vec<Vec<usize>> = groups
-                    .par_iter()
-                    .map(|&(at, g)| {
-                        let mut out = Vec::new();
-                        let Some(di) = lists.find(g[0].a) else {
-                            return out;
-                        };
-                        let (Some(sd), Some(cd)) = (lists.segment(di), lists.coarse(di)) else {
-                            return out;
-                        };
-                        for (k, c) in g.iter().enumerate() {
-                            if !in_bounds(cd.len(), c.b) {
-                                continue;
-                            }
-                            let Some(ai) = by_hashes(lists, c, sd) else {
-                                continue;
-                            };
-                            let Some(ca) = lists.coarse(ai) else { continue };
-                            let bound = segment::coarse_overlap(ca, cd);
-                            if !cfg
-                                .sample
-                                .may_reach(cfg.threshold, ca.len(), cd.len(), bound)
-                            {
-                                out.push(at + k);
-                            }
+        }
+        let mut need = vec![false; lists.len()];
+        for &(pos, di, ai, _) in &hashed {
+            if !ruled_out[pos] {
+                need[di] = true;
+                need[ai] = true;
+            }
+        }
+        let rb = lists.rank_blocks(view, |i| need[i])?;
+        ahead.ask(view, segment::POSTINGS, &rb);
+        lists.map_hashes(view, |i| need[i])?;
+        let lists = &lists;
+        let ruled_out = &ruled_out;
+        let results: Vec<Result<(Vec<Pair>, u64, u64)>> = groups
+            .par_iter()
+            .map_init(
+                || (Vec::new(), Vec::new()),
+                |(xa, xd), &(at, group)| {
+                    let d = group[0].a;
+                    let mut out = Vec::new();
+                    let (mut checked, mut ruled) = (0u64, 0u64);
+                    let Some(di) = lists.find(d) else {
+                        return Ok((out, checked, ruled));
+                    };
+                    let Some(sd) = lists.segment(di) else {
+                        return Ok((out, checked, ruled));
+                    };
+                    let rd = lists.raw(di);
+                    let by_ranks = view.segments[sd].seg.ranked_forward() && by_order;
+                    let m = rd.len();
+                    for (k, c) in group.iter().enumerate() {
+                        let a = c.b;
+                        if !in_bounds(m, a) {
+                            continue;
                         }
-                        out
-                    })
-                    .collect();
-                for k in outs.into_iter().flatten() {
-                    ruled_out[k] = true;
-                }
-            }
-            let mut need = vec![false; lists.len()];
-            for &(pos, di, ai, _) in &hashed {
-                if !ruled_out[pos] {
-                    need[di] = true;
-                    need[ai] = true;
-                }
-            }
-            let rb = lists.rank_blocks(view, |i| need[i])?;
-            ahead.ask(view, segment::POSTINGS, &rb);
-            lists.map_hashes(view, |i| need[i])?;
-            let lists = &lists;
-            let ruled_out = &ruled_out;
-            let results: Vec<Result<(Vec<Pair>, u64, u64)>> = groups
-                .par_iter()
-                .map_init(
-                    || (Vec::new(), Vec::new()),
-                    |(xa, xd), &(at, group)| {
-                        let d = group[0].a;
-                        let mut out = Vec::new();
-                        let (mut checked, mut ruled) = (0u64, 0u64);
-                        let Some(di) = lists.find(d) else {
-                            return Ok((out, checked, ruled));
-                        };
-                        let Some(sd) = lists.segment(di) else {
-                            return Ok((out, checked, ruled));
-                        };
-                        let rd = lists.raw(di);
-                        let by_ranks = view.segments[sd].seg.ranked_forward() && by_order;
-                        let m = rd.len();
-                        for (k, c) in group.iter().enumerate() {
-                            let a = c.b;
-                            if !in_bounds(m, a) {
-                                continue;
+                        checked += 1;
+                        if ruled_out[at + k] {
+                            ruled += 1;
+                            continue;
+                        }
+                        // A prober the size estimate left out (its size unlike its list):
+                        // read here, as list by list did.
+                        let (sa, ra, ha) = match lists.find(a) {
+                            Some(ai) => match lists.segment(ai) {
+                                Some(sa) => (sa, lists.raw(ai), lists.hashes(ai)),
+                                None => continue,
+                            },
+                            None => {
+                                let Some(sa) = view.forward_raw_into(a, xa)? else {
+                                    continue;
+                                };
+                                (sa, &xa[..], None)
                             }
-                            checked += 1;
-                            if ruled_out[at + k] {
-                                ruled += 1;
-                                continue;
-                            }
-                            // A prober the size estimate left out (its size unlike its list):
-                            // read here, as list by list did.
-                            let (sa, ra, ha) = match lists.find(a) {
-                                Some(ai) => match lists.segment(ai) {
-                                    Some(sa) => (sa, lists.raw(ai), lists.hashes(ai)),
-                                    None => continue,
-                                },
+                        };
+                        let ov = if by_ranks && sa == sd {
+                            cfg.sample.verify(ra, rd, cfg.threshold)
+                        } else {
+                            let ha = match ha {
+                                Some(h) => h,
                                 None => {
-                                    let Some(sa) = view.forward_raw_into(a, xa)? else {
-                                        continue;
-                                    };
-                                    (sa, &xa[..], None)
+                                    let mut v = ra.to_vec();
+                                    view.segments[sa].seg.ranks_to_keys(&mut v, 0)?;
+                                    *xa = v;
+                                    &xa[..]
                                 }
                             };
-                            let ov = if by_ranks && sa == sd {
-                                cfg.sample.verify(ra, rd, cfg.threshold)
-                            } else {
-                                let ha = match ha {
-                                    Some(h) => h,
-                                    None => {
-                                        let mut v = ra.to_vec();
-                                        view.segments[sa].seg.ranks_to_keys(&mut v, 0)?;
-                                        *xa = v;
-                                        &xa[..]
+                            let hd = match lists.hashes(di) {
+                                Some(h) => h,
+                                None => {
+                                    if xd.is_empty() {
+                                        xd.extend_from_slice(rd);
+                                        view.segments[sd].seg.ranks_to_keys(xd, 0)?;
                                     }
-                                };
-                                let hd = match lists.hashes(di) {
-                                    Some(h) => h,
-                                    None => {
-                                        if xd.is_empty() {
-                                            xd.extend_from_slice(rd);
-                                            view.segments[sd].seg.ranks_to_keys(xd, 0)?;
-                                        }
-                                        &xd[..]
-                                    }
-                                };
-                                cfg.sample.verify(ha, hd, cfg.threshold)
+                                    &xd[..]
+                                }
                             };
-                            if let Some(ov) = ov {
-                                let (x, y) = if a < d { (a, d) } else { (d, a) };
-                                out.push(Pair {
-                                    a: x,
-                                    b: y,
-                                    m: Match::of(d, ov),
-                                });
-                            }
+                            cfg.sample.verify(ha, hd, cfg.threshold)
+                        };
+                        if let Some(ov) = ov {
+                            let (x, y) = if a < d { (a, d) } else { (d, a) };
+                            out.push(Pair {
+                                a: x,
+                                b: y,
+                                m: Match::of(d, ov),
+                            });
                         }
-                        xd.clear();
-                        Ok((out, checked, ruled))
-                    },
-                )
-                .collect();
-            let (mut n, mut r_out) = (0u64, 0u64);
-            for r in results {
-                let (pairs, checked, ruled) = r?;
-                n += checked;
-                r_out += ruled;
-                for p in &pairs {
-                    found.push(PairRecord::from_pair(p))?;
-                }
+                    }
+                    xd.clear();
+                    Ok((out, checked, ruled))
+                },
+            )
+            .collect();
+        let (mut n, mut r_out) = (0u64, 0u64);
+        for r in results {
+            let (pairs, checked, ruled) = r?;
+            n += checked;
+            r_out += ruled;
+            for p in &pairs {
+                found.push(PairRecord::from_pair(p))?;
             }
-            Ok::<(u64, u64), Error>((n, r_out))
-        };
+        }
+        Ok::<(u64, u64), Error>((n, r_out))
+    };
     // Stored-list entries the chunk reads: partners, and the probers within their size
     // bounds, counted per candidate (an upper bound).
     let max_listed = verify_lists(sort.mem_bytes);
@@ -876,7 +875,7 @@ pub fn join_pairs(
         // Cut chunks at partner boundaries so each partner's list is read once.
         let new_partner = chunk.last().is_none_or(|l| l.a != c.a);
         if new_partner && (chunk.len() >= VERIFY_CHUNK || listed >= max_listed) {
-            let (n, r) = verify_chunk(&chunk, &mut found, &mut ahead)?;
+            let (n, r) = verify_chunk(&chunk, &mut found)?;
             stats.candidates += n;
             stats.ruled_out_coarse += r;
             chunk.clear();
@@ -902,7 +901,7 @@ pub fn join_pairs(
         }
         chunk.push(c);
     }
-    let (n, r) = verify_chunk(&chunk, &mut found, &mut ahead)?;
+    let (n, r) = verify_chunk(&chunk, &mut found)?;
     stats.candidates += n;
     stats.ruled_out_coarse += r;
     stats.read_ahead_verify_bytes = ahead.queue.planned_bytes;

@@ -499,22 +499,36 @@ impl Segment {
         };
         let blocks = starts.len() - 1;
         let total = starts[blocks];
-        let from = out.len();
-        // starts[..blocks] ascend: the block of r is the last one starting at or before r.
-        out.extend(
-            (ranks.iter())
-                .filter(|&&r| r < total)
-                .map(|&r| starts[..blocks].partition_point(|&s| s <= r) - 1),
-        );
-        out[from..].sort_unstable();
-        let mut w = from;
-        for i in from..out.len() {
-            if w == from || out[w - 1] != out[i] {
-                out[w] = out[i];
-                w += 1;
+        if blocks == 0 {
+            return Ok(());
+        }
+        // Rank directory (as `ranks_to_keys_by_blocks`): the block of rank `j << shift`,
+        // about four entries a block; then a bit per block (no sort of the ranks).
+        let per_block = (total / blocks as u64).max(1);
+        let shift = (per_block / 4).max(1).ilog2();
+        let mut dir = Vec::with_capacity((total >> shift) as usize + 1);
+        let mut b = 0usize;
+        for j in 0..=(total >> shift) {
+            while b + 1 < blocks && starts[b + 1] <= j << shift {
+                b += 1;
+            }
+            dir.push(b as u32);
+        }
+        let mut seen = vec![0u64; blocks.div_ceil(64)];
+        for &r in ranks.iter().filter(|&&r| r < total) {
+            let mut b = dir[(r >> shift) as usize] as usize;
+            while starts[b + 1] <= r {
+                b += 1;
+            }
+            seen[b / 64] |= 1 << (b % 64);
+        }
+        for (w, &bits) in seen.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                out.push(w * 64 + bits.trailing_zeros() as usize);
+                bits &= bits - 1;
             }
         }
-        out.truncate(w);
         Ok(())
     }
 
