@@ -1057,7 +1057,7 @@ mod tests {
         assert_eq!(asked, read);
         assert_eq!(ahead.blocks, 0, "new_blocks alone counts nothing");
         // The whole join: per-segment probes ask for what the old segments' seekers read.
-        let sort = SortOptions::new(64 << 20, &tmp.path().join("sort"));
+        let sort = SortOptions::new(64 << 20, tmp.path().join("sort"));
         let s = join_pairs(view, &cfg, &sort, lo..view.doc_ids(), lo, |_| Ok(())).unwrap();
         assert!(s.old_blocks_read > 0, "{s:?}");
         assert_eq!(s.read_ahead_blocks, s.old_blocks_read, "{s:?}");
