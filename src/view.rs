@@ -916,6 +916,23 @@ impl View {
         Ok(None)
     }
 
+    /// The FORWARD block a [`View::forward_raw_into`] of `doc` reads: `(index in segments,
+    /// block)` of the newest segment whose doc range and FORWARD block index cover `doc`
+    /// (None: none does). For read-aheads: the block index alone, nothing of the file read.
+    pub fn forward_block(&self, doc: u32) -> Option<(usize, usize)> {
+        let i = self.by_doc.partition_point(|&(lo, _, _)| lo <= doc);
+        self.by_doc[..i]
+            .iter()
+            .rev()
+            .filter(|&&(lo, hi, _)| doc >= lo && doc < hi)
+            .find_map(|&(_, _, si)| {
+                let bi = self.segments[si]
+                    .seg
+                    .block_covering(segment::FORWARD, doc as u64)?;
+                Some((si, bi))
+            })
+    }
+
     /// [`View::features_into`] that also leaves the stored list in `raw` (the ranks, when
     /// the document's segment is ranked: [`View::forward_raw_into`]) and returns that
     /// segment's index; None (both lists empty) when no live segment holds the document.
@@ -1227,6 +1244,187 @@ impl Drop for ReadAhead {
     }
 }
 
+/// Merges touching or overlapping byte ranges `[from, to)` of one file, sorted by `from`,
+/// in place: one `WILLNEED` request stream for a run of neighbouring blocks instead of one
+/// per block. Empty ranges are dropped.
+pub fn merge_ranges(ranges: &mut Vec<(u64, u64)>) {
+    let mut w = 0;
+    for i in 0..ranges.len() {
+        let (from, to) = ranges[i];
+        if to <= from {
+            continue;
+        }
+        if w > 0 && from <= ranges[w - 1].1 {
+            ranges[w - 1].1 = ranges[w - 1].1.max(to);
+        } else {
+            ranges[w] = (from, to);
+            w += 1;
+        }
+    }
+    ranges.truncate(w);
+}
+
+/// A read-ahead fed while an operation learns what it will read (a join's posting blocks as
+/// its probes are chosen, a verification chunk's lists): each [`ReadAheadQueue::ask`] hands
+/// ranges, in the order they will be needed, to one background thread (`ndd-readahead`) that
+/// asks the kernel for them (`WILLNEED` in requests of [`segment::WILLNEED_REQUEST`] bytes,
+/// as [`ReadAhead`] does), so the caller never waits on the requests. Bounded by
+/// [`prefetch_plan`] over all the asks together: at most `share * MemAvailable` bytes (taken
+/// when the queue is made); a range past what is left is read on use. Dropping the queue
+/// stops its thread between requests and joins it.
+pub struct ReadAheadQueue {
+    budget: u64,
+    tx: Option<std::sync::mpsc::Sender<Vec<ReadAheadRange>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Bytes asked for (the ranges taken).
+    pub planned_bytes: u64,
+    /// Bytes of the ranges left out by the budget.
+    pub skipped_bytes: u64,
+}
+
+impl ReadAheadQueue {
+    /// A queue of at most `share` of `MemAvailable` (nothing without /proc/meminfo or with a
+    /// share of 0); its thread starts at the first range taken.
+    pub fn new(share: f64) -> ReadAheadQueue {
+        let budget = match mem_available() {
+            Some(m) if share > 0.0 => (m as f64 * share.clamp(0.0, 1.0)) as u64,
+            _ => 0,
+        };
+        ReadAheadQueue::with_budget(budget)
+    }
+
+    /// A queue of at most `budget` bytes.
+    pub fn with_budget(budget: u64) -> ReadAheadQueue {
+        ReadAheadQueue {
+            budget,
+            tx: None,
+            stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            thread: None,
+            planned_bytes: 0,
+            skipped_bytes: 0,
+        }
+    }
+
+    /// Bytes still within the budget.
+    pub fn left(&self) -> u64 {
+        self.budget.saturating_sub(self.planned_bytes)
+    }
+
+    /// Takes the ranges of `ranges` that still fit in the budget ([`prefetch_plan`] over what
+    /// is left of it) and hands them to the thread; returns the bytes taken.
+    pub fn ask(&mut self, ranges: Vec<ReadAheadRange>) -> u64 {
+        let (chosen, planned) = self.take(ranges);
+        if chosen.is_empty() {
+            return 0;
+        }
+        if self.tx.is_none() {
+            let (tx, rx) = std::sync::mpsc::channel::<Vec<ReadAheadRange>>();
+            let stop = Arc::clone(&self.stop);
+            let spawned = std::thread::Builder::new()
+                .name("ndd-readahead".into())
+                .spawn(move || {
+                    for rs in rx {
+                        for r in &rs {
+                            let mut file = None;
+                            let mut at = 0;
+                            while at < r.len() {
+                                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                                    return;
+                                }
+                                let n = READ_AHEAD_CHUNK.min(r.len() - at);
+                                r.ask(&mut file, at, n);
+                                at += n;
+                            }
+                        }
+                    }
+                });
+            match spawned {
+                Ok(t) => {
+                    self.thread = Some(t);
+                    self.tx = Some(tx);
+                }
+                Err(_) => return 0,
+            }
+        }
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(chosen);
+        }
+        planned
+    }
+
+    /// The ranges of `ranges` that fit in what is left of the budget, in order, and their
+    /// bytes (counted as planned; the others as skipped).
+    fn take(&mut self, ranges: Vec<ReadAheadRange>) -> (Vec<ReadAheadRange>, u64) {
+        let sizes: Vec<u64> = ranges.iter().map(|r| r.len()).collect();
+        let total: u64 = sizes.iter().sum();
+        let take = prefetch_plan(&sizes, self.left(), 1.0);
+        let planned: u64 = take.iter().map(|&i| sizes[i]).sum();
+        self.planned_bytes += planned;
+        self.skipped_bytes += total - planned;
+        // `take` ascends: keep the ranges it names, in order.
+        let chosen = (ranges.into_iter().enumerate())
+            .filter(|(i, _)| take.binary_search(i).is_ok())
+            .map(|(_, r)| r)
+            .collect();
+        (chosen, planned)
+    }
+
+    /// [`ReadAheadQueue::ask`] with the requests made by the calling thread before it returns
+    /// (they are issued, not waited for, unless the device's queue is full): for reads that
+    /// follow at once, which must not overtake the requests (a page fault on a range not yet
+    /// asked for reads the kernel's read-around, megabytes, instead of the range).
+    pub fn ask_here(&mut self, ranges: Vec<ReadAheadRange>) -> u64 {
+        let (chosen, planned) = self.take(ranges);
+        for r in &chosen {
+            r.ask(&mut None, 0, r.len());
+        }
+        planned
+    }
+
+    /// Asks for blocks of `table` ([`ReadAheadQueue::ask`]): `(index in view.segments,
+    /// block)` pairs, sorted, in the order they will be read; neighbouring blocks of a
+    /// segment go as one range. Returns the bytes taken.
+    pub fn ask_blocks(&mut self, view: &View, table: u32, blocks: &[(usize, usize)]) -> u64 {
+        self.ask(block_ranges(view, table, blocks))
+    }
+
+    /// [`ReadAheadQueue::ask_blocks`] by the calling thread ([`ReadAheadQueue::ask_here`]).
+    pub fn ask_blocks_here(&mut self, view: &View, table: u32, blocks: &[(usize, usize)]) -> u64 {
+        self.ask_here(block_ranges(view, table, blocks))
+    }
+}
+
+/// The byte ranges of blocks of `table` (`(index in view.segments, block)`, sorted), as
+/// read-ahead ranges: neighbouring blocks of a segment merged into one.
+fn block_ranges(view: &View, table: u32, blocks: &[(usize, usize)]) -> Vec<ReadAheadRange> {
+    {
+        let mut ranges = Vec::new();
+        for run in blocks.chunk_by(|x, y| x.0 == y.0) {
+            let seg = &view.segments[run[0].0].seg;
+            let mut rs: Vec<(u64, u64)> = (run.iter())
+                .filter_map(|&(_, bi)| seg.block_range(table, bi))
+                .collect();
+            merge_ranges(&mut rs);
+            ranges.extend(
+                rs.into_iter()
+                    .map(|(from, to)| ReadAheadRange::Segment(Arc::clone(seg), from, to)),
+            );
+        }
+        ranges
+    }
+}
+
+impl Drop for ReadAheadQueue {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 impl View {
     /// What a batch's ingest into this view will certainly read, in the order it reads them:
     /// the catalog families its per-document checks look up at random (`meta`'s staged keys,
@@ -1368,6 +1566,43 @@ mod read_ahead_tests {
             assert!(used <= budget);
             assert!(take.windows(2).all(|w| w[0] < w[1]));
         }
+    }
+
+    #[test]
+    fn merge_ranges_joins_touching_ranges() {
+        let mut r = vec![
+            (0, 10),
+            (10, 20),
+            (25, 30),
+            (28, 40),
+            (40, 40),
+            (50, 60),
+            (55, 58),
+        ];
+        merge_ranges(&mut r);
+        assert_eq!(r, vec![(0, 20), (25, 40), (50, 60)]);
+        let mut e: Vec<(u64, u64)> = vec![(5, 5)];
+        merge_ranges(&mut e);
+        assert!(e.is_empty());
+    }
+
+    /// A queue takes ranges while they fit in what is left of its budget, over all asks
+    /// together, here and on its thread alike; the rest counts as skipped.
+    #[test]
+    fn read_ahead_queue_respects_its_budget() {
+        let f = |n| ReadAheadRange::File("/nonexistent".into(), n);
+        let mut q = ReadAheadQueue::with_budget(100);
+        assert_eq!(q.ask(vec![f(40), f(50), f(30)]), 90);
+        assert_eq!((q.planned_bytes, q.skipped_bytes, q.left()), (90, 30, 10));
+        assert_eq!(q.ask_here(vec![f(11), f(10)]), 10);
+        assert_eq!(q.ask(vec![f(1)]), 0);
+        assert_eq!((q.planned_bytes, q.skipped_bytes, q.left()), (100, 42, 0));
+        assert!(q.thread.is_some());
+        drop(q);
+        let mut q = ReadAheadQueue::with_budget(0);
+        assert_eq!(q.ask(vec![f(1)]), 0);
+        assert!(q.thread.is_none());
+        assert_eq!(ReadAheadQueue::new(0.0).left(), 0);
     }
 
     /// `READ_AHEAD_ENV` sets the share; values outside [0, 1] or not numbers are ignored.

@@ -131,6 +131,159 @@ impl PairRecord {
     }
 }
 
+/// The old segments' POSTINGS blocks the merge join (phase 2) will read, asked ahead while
+/// phase 1 chooses the probes: each probe record naming an old segment (its bit) is a seek
+/// of its key there, and the seeker reads the block [`segment::Segment::postings_block_for`]
+/// names (the block index, then the key filter): so the blocks asked are exactly the blocks
+/// the join reads in those segments, each once, in the order of the file. On a cold page
+/// cache they come in while the filter walk runs instead of as page faults (with the
+/// kernel's read-around) when the join reaches them.
+struct JoinAhead {
+    /// (index in `view.segments`, bit) of each old segment.
+    old: Vec<(usize, u32)>,
+    /// Union of the old segments' bits.
+    mask: u32,
+    /// Per old segment: the probe keys noted since the last [`JoinAhead::flush`].
+    keys: Vec<Vec<u64>>,
+    /// Per old segment: its blocks asked already, a bit each.
+    asked: Vec<Vec<u64>>,
+    /// Blocks asked.
+    blocks: u64,
+    queue: crate::view::ReadAheadQueue,
+}
+
+impl JoinAhead {
+    /// Over the old segments of `bits` (those not [`crate::query::NEW_SEGMENTS`]); None when
+    /// there are none or the share is 0.
+    fn new(view: &View, bits: &[u32], share: f64) -> Option<JoinAhead> {
+        let old: Vec<(usize, u32)> = (bits.iter().enumerate())
+            .filter(|&(_, &b)| b != crate::query::NEW_SEGMENTS)
+            .map(|(i, &b)| (i, b))
+            .collect();
+        if old.is_empty() || share <= 0.0 {
+            return None;
+        }
+        let asked = (old.iter())
+            .map(|&(si, _)| {
+                let n = view.segments[si].seg.block_count(segment::POSTINGS);
+                vec![0u64; n.div_ceil(64)]
+            })
+            .collect();
+        Some(JoinAhead {
+            mask: old.iter().fold(0, |m, &(_, b)| m | b),
+            keys: vec![Vec::new(); old.len()],
+            old,
+            asked,
+            blocks: 0,
+            queue: crate::view::ReadAheadQueue::new(share),
+        })
+    }
+
+    /// Notes the keys of `recs` the join will seek in old segments.
+    fn note(&mut self, recs: &[ProbeRecord]) {
+        for r in recs.iter().filter(|r| r.segs & self.mask != 0) {
+            for (j, &(_, bit)) in self.old.iter().enumerate() {
+                if r.segs & bit != 0 {
+                    self.keys[j].push(r.key);
+                }
+            }
+        }
+    }
+
+    /// The blocks of the keys noted that were not asked yet: `(index in view.segments,
+    /// block)`, sorted. A key whose block cannot be found (a damaged filter) is left to the
+    /// join, which reports it.
+    fn new_blocks(&mut self, view: &View) -> Vec<(usize, usize)> {
+        let found: Vec<Vec<usize>> = (self.keys.par_iter_mut().zip(&self.old))
+            .map(|(keys, &(si, _))| {
+                keys.sort_unstable();
+                keys.dedup();
+                let seg = &view.segments[si].seg;
+                let mut b: Vec<usize> = (keys.iter())
+                    .filter_map(|&k| seg.postings_block_for(k).ok().flatten())
+                    .collect();
+                keys.clear();
+                b.dedup(); // ascending with the keys
+                b
+            })
+            .collect();
+        let mut out = Vec::new();
+        for ((blocks, asked), &(si, _)) in found.iter().zip(&mut self.asked).zip(&self.old) {
+            for &bi in blocks {
+                let (w, bit) = (bi / 64, 1u64 << (bi % 64));
+                if let Some(a) = asked.get_mut(w) {
+                    if *a & bit == 0 {
+                        *a |= bit;
+                        out.push((si, bi));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Asks for the blocks of the keys noted since the last flush.
+    fn flush(&mut self, view: &View) {
+        let blocks = self.new_blocks(view);
+        self.blocks += blocks.len() as u64;
+        self.queue.ask_blocks(view, segment::POSTINGS, &blocks);
+    }
+}
+
+/// The verification's read-ahead: each chunk's FORWARD blocks, and the POSTINGS blocks its
+/// ranks are mapped in, asked as soon as they are known (see `join_pairs`, phase 3), each
+/// block once over all chunks (one budget for them all), none of the segments skipped (a
+/// batch's own segments: just written, in the page cache).
+struct VerifyAhead {
+    /// Per segment and table (FORWARD, POSTINGS): its blocks asked already, a bit each.
+    asked: Vec<[Vec<u64>; 2]>,
+    skip: Vec<bool>,
+    queue: crate::view::ReadAheadQueue,
+}
+
+impl VerifyAhead {
+    fn new(view: &View, skip: Vec<bool>, share: f64) -> VerifyAhead {
+        let bits = |si: usize, table: u32| {
+            vec![0u64; view.segments[si].seg.block_count(table).div_ceil(64)]
+        };
+        VerifyAhead {
+            asked: (0..view.segments.len())
+                .map(|si| [bits(si, segment::FORWARD), bits(si, segment::POSTINGS)])
+                .collect(),
+            skip,
+            queue: crate::view::ReadAheadQueue::new(share),
+        }
+    }
+
+    /// Of `blocks` (`(index in view.segments, block)` of `table`, sorted), those not asked
+    /// yet nor in a skipped segment, now marked asked.
+    fn fresh(&mut self, table: u32, blocks: &[(usize, usize)]) -> Vec<(usize, usize)> {
+        let t = usize::from(table != segment::FORWARD);
+        (blocks.iter().copied())
+            .filter(|&(si, bi)| {
+                if self.skip.get(si).copied().unwrap_or(true) {
+                    return false;
+                }
+                let (w, bit) = (bi / 64, 1u64 << (bi % 64));
+                match self.asked[si][t].get_mut(w) {
+                    Some(a) if *a & bit == 0 => {
+                        *a |= bit;
+                        true
+                    }
+                    _ => false,
+                }
+            })
+            .collect()
+    }
+
+    /// Asks for the blocks of `table` not asked yet, by the calling thread (the reads follow
+    /// at once, in parallel: a request queued behind them would come too late).
+    fn ask(&mut self, view: &View, table: u32, blocks: &[(usize, usize)]) {
+        let fresh = self.fresh(table, blocks);
+        self.queue.ask_blocks_here(view, table, &fresh);
+    }
+}
+
 /// The pairs of [`super::pairs::for_each_pair_block`] (same arguments, same result), computed
 /// by the sort/merge-join pipeline of this module under `sort.mem_bytes`; run files go to
 /// `sort.tmp_dir`. `emit` gets the pairs in global `(a, b)` order, in blocks.
@@ -166,6 +319,12 @@ pub fn join_pairs(
         vec![u32::MAX; view.segments.len()]
     };
     let mut probes = ExternalSorter::<ProbeRecord>::new(half.clone())?;
+    // Old segments' posting blocks the join will read, asked as the probes are chosen.
+    let mut ahead = if per_segment {
+        JoinAhead::new(view, &bits, crate::view::read_ahead_share())
+    } else {
+        None
+    };
     // The plain choice is made on a format-3 prober's stored ranks, and only the chosen
     // ranks are mapped to keys (query::FrequentRanks): a fifth or so of its list at t = 0.8.
     let plain = !per_segment && matcher.plain_choice();
@@ -329,6 +488,9 @@ pub fn join_pairs(
             stats.max_df_postings_skipped += s.postings_skipped;
             stats.max_df_docs_cut += s.docs_cut;
             stats.add_absent_first(&s);
+            if let Some(ahead) = &mut ahead {
+                ahead.note(&recs);
+            }
             probes.extend(recs)?;
             for (i, r) in ranks {
                 if let Some(si) = lists.segment(i as usize) {
@@ -339,6 +501,9 @@ pub fn join_pairs(
             }
         }
         stats.documents += lists.len() as u64;
+        if let Some(ahead) = &mut ahead {
+            ahead.flush(view);
+        }
         lo = hi;
         if chosen >= max_chosen {
             map_chosen(&mut by_seg, &mut probes)?;
@@ -419,14 +584,29 @@ pub fn join_pairs(
         .sum();
     stats.keys_filtered = seekers.iter().map(|s| s.keys_filtered).sum();
     drop(seekers);
+    if let Some(ahead) = ahead.take() {
+        stats.read_ahead_blocks = ahead.blocks;
+        stats.read_ahead_join_bytes = ahead.queue.planned_bytes;
+        stats.read_ahead_skipped_bytes += ahead.queue.skipped_bytes;
+    }
     stats.candidate_records = cands.stats().records;
     let cands = cands.finish()?;
     stats.runs_spilled += cands.stats().runs_spilled;
 
     // 3. Verification, partner by partner, into the output sort.
     let mut found = ExternalSorter::<PairRecord>::new(half)?;
+    // The verification's read-ahead: every segment's blocks, but those of a batch's own
+    // segments (per-segment probes: the segments not old), written a moment ago.
+    let skip: Vec<bool> = if per_segment {
+        bits.iter()
+            .map(|&b| b == crate::query::NEW_SEGMENTS)
+            .collect()
+    } else {
+        vec![false; view.segments.len()]
+    };
+    let mut ahead = VerifyAhead::new(view, skip, crate::view::read_ahead_share());
     let mut chunk: Vec<DocPair> = Vec::with_capacity(VERIFY_CHUNK + 64);
-    let verify_chunk = |chunk: &[DocPair], found: &mut ExternalSorter<PairRecord>| {
+    let mut verify_chunk = |chunk: &[DocPair], found: &mut ExternalSorter<PairRecord>| {
         let by_order = crate::query::compares_by_order(cfg.sample);
         let in_bounds = |d_len: usize, a: u32| {
             let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, view.size(a) as usize);
@@ -443,6 +623,11 @@ pub fn join_pairs(
         }
         ids.sort_unstable();
         ids.dedup();
+        // From a cold page cache: the chunk's FORWARD blocks asked at once, and below the
+        // POSTINGS blocks its ranks are mapped in, as soon as the lists name them: exact
+        // ranges in flight together, no read-around.
+        let fb = crate::query::DocLists::forward_blocks(view, &ids);
+        ahead.ask(view, segment::FORWARD, &fb);
         let mut lists = crate::query::DocLists::read(view, ids)?;
         // Each partner group with its first position in `chunk`.
         let groups: Vec<(usize, &[DocPair])> = chunk
@@ -551,6 +736,8 @@ pub fn join_pairs(
                 need[ai] = true;
             }
         }
+        let rb = lists.rank_blocks(view, |i| need[i])?;
+        ahead.ask(view, segment::POSTINGS, &rb);
         lists.map_hashes(view, |i| need[i])?;
         let lists = &lists;
         let ruled_out = &ruled_out;
@@ -717,6 +904,9 @@ pub fn join_pairs(
     let (n, r) = verify_chunk(&chunk, &mut found)?;
     stats.candidates += n;
     stats.ruled_out_coarse += r;
+    stats.read_ahead_verify_bytes = ahead.queue.planned_bytes;
+    stats.read_ahead_skipped_bytes += ahead.queue.skipped_bytes;
+    drop(ahead);
     drop(chunk);
     release_all(view);
     let found = found.finish()?;
@@ -757,6 +947,181 @@ mod tests {
         let mut buf = [0u8; PairRecord::SIZE];
         r.encode(&mut buf);
         PairRecord::decode(&buf)
+    }
+
+    /// An index of 3000 pages (dozens of POSTINGS blocks) and a batch of 40 after it: 2
+    /// near copies of batch-1 pages, 38 of unseen words. Returns the first batch document.
+    fn two_batches(dir: &std::path::Path) -> (crate::index::Index, u32) {
+        let word = |d: u32, i: u32| {
+            if i < 60 {
+                format!("f{}w{i}", d % 20)
+            } else {
+                format!("own{d}x{i}")
+            }
+        };
+        let mut ix = word_pages_index(dir, 3000, 120, word);
+        let lo = ix.view().doc_ids();
+        let docs2 = dir.join("docs2");
+        std::fs::create_dir_all(&docs2).unwrap();
+        for d in 0..40u32 {
+            let text: Vec<String> = (0..120)
+                .map(|i| {
+                    if d < 2 {
+                        word(d, i)
+                    } else {
+                        format!("new{d}y{i}")
+                    }
+                })
+                .collect();
+            let html = format!("<html><body><p>{}</p></body></html>", text.join(" "));
+            std::fs::write(docs2.join(format!("n{d:02}.html")), html).unwrap();
+        }
+        let opts = crate::pipeline::IngestOptions {
+            mem_bytes: 16 << 20,
+            ..Default::default()
+        };
+        ix.ingest(vec![docs2], &opts, &mut |_| Ok(()), &|_| {})
+            .unwrap();
+        (ix, lo)
+    }
+
+    /// The join's read-ahead asks for exactly the old segments' posting blocks its seekers
+    /// read for the same probe records, each once over several flushes; and the whole join
+    /// (per-segment probes) asks for as many blocks as it reads in old segments.
+    #[test]
+    fn join_read_ahead_asks_the_blocks_the_seekers_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ix, lo) = two_batches(tmp.path());
+        let view = ix.view();
+        let sample = ix.options().sample().unwrap();
+        let cfg = PairsConfig::new(sample, "0.5".parse().unwrap());
+        let bits = cfg.matcher(view, lo).segment_bits();
+        let old: Vec<usize> = (0..bits.len())
+            .filter(|&i| bits[i] != crate::query::NEW_SEGMENTS)
+            .collect();
+        assert!(!old.is_empty() && old.len() < bits.len(), "{bits:?}");
+        // Probe records: every feature of every batch document (present in old segments or
+        // not), and some keys no document has; the segment bits vary.
+        let mut recs = Vec::new();
+        let mut x = Vec::new();
+        for d in lo..view.doc_ids() {
+            view.features_into(d, &mut x).unwrap();
+            for (j, &key) in x.iter().enumerate() {
+                let segs = match j % 3 {
+                    0 => u32::MAX,
+                    1 => bits[old[0]],
+                    _ => crate::query::NEW_SEGMENTS,
+                };
+                recs.push(ProbeRecord { key, doc: d, segs });
+            }
+        }
+        for d in 0..200u32 {
+            view.features_into(d * 13, &mut x).unwrap();
+            recs.extend(x.iter().map(|&key| ProbeRecord {
+                key,
+                doc: lo,
+                segs: u32::MAX,
+            }));
+        }
+        recs.extend((0..500u64).map(|k| ProbeRecord {
+            key: k.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            doc: lo,
+            segs: u32::MAX,
+        }));
+        // Asked in two flushes (the second half repeats keys of the first).
+        let mut ahead = JoinAhead::new(view, &bits, 0.25).unwrap();
+        let half = recs.len() / 2;
+        ahead.note(&recs[..half]);
+        let mut asked = ahead.new_blocks(view);
+        ahead.note(&recs[half / 2..]);
+        let more = ahead.new_blocks(view);
+        assert!(more.iter().all(|b| !asked.contains(b)), "asked twice");
+        asked.extend(more);
+        asked.sort_unstable();
+        // What the join's seekers read for the same records, in key order.
+        recs.sort_unstable_by_key(|r| r.key);
+        let mut read = Vec::new();
+        for &si in &old {
+            let seg = &view.segments[si].seg;
+            let mut sk = seg.seeker(segment::POSTINGS);
+            for r in recs.iter().filter(|r| r.segs & bits[si] != 0) {
+                let before = sk.blocks_read;
+                sk.seek_postings(r.key).unwrap();
+                if sk.blocks_read > before {
+                    read.push((si, seg.block_covering(segment::POSTINGS, r.key).unwrap()));
+                }
+            }
+        }
+        read.sort_unstable();
+        assert!(read.len() > 10, "{} blocks", read.len());
+        assert_eq!(asked, read);
+        assert_eq!(ahead.blocks, 0, "new_blocks alone counts nothing");
+        // The whole join: per-segment probes ask for what the old segments' seekers read.
+        let sort = SortOptions::new(64 << 20, tmp.path().join("sort"));
+        let s = join_pairs(view, &cfg, &sort, lo..view.doc_ids(), lo, |_| Ok(())).unwrap();
+        assert!(s.old_blocks_read > 0, "{s:?}");
+        assert_eq!(s.read_ahead_blocks, s.old_blocks_read, "{s:?}");
+        assert!(s.read_ahead_join_bytes >= s.old_blocks_read * 64, "{s:?}");
+        assert!(s.read_ahead_verify_bytes > 0, "{s:?}");
+        assert_eq!(s.read_ahead_skipped_bytes, 0, "{s:?}");
+        // A share of 0 asks for nothing.
+        assert!(JoinAhead::new(view, &bits, 0.0).is_none());
+    }
+
+    /// The verification's read-ahead names exactly the FORWARD blocks holding the lists it
+    /// reads, and the POSTINGS blocks holding the keys their ranks map to.
+    #[test]
+    fn verification_read_ahead_names_the_blocks_it_reads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ix, lo) = two_batches(tmp.path());
+        let view = ix.view();
+        let ids: Vec<u32> = (0..view.doc_ids())
+            .filter(|d| d % 7 == 0 || *d >= lo)
+            .collect();
+        let fb = crate::query::DocLists::forward_blocks(view, &ids);
+        // Each list's stored bytes lie in a block named; each block named holds a list.
+        let mut want = Vec::new();
+        for &d in &ids {
+            for (si, s) in view.segments.iter().enumerate() {
+                let Some(v) = s.seg.get(segment::FORWARD, d as u64).unwrap() else {
+                    continue;
+                };
+                let at = s.seg.offset_in_file(v).unwrap();
+                let bi = (0..s.seg.block_count(segment::FORWARD))
+                    .find(|&bi| {
+                        let (from, to) = s.seg.block_range(segment::FORWARD, bi).unwrap();
+                        from <= at && at + v.len() as u64 <= to
+                    })
+                    .unwrap();
+                want.push((si, bi));
+            }
+        }
+        want.sort_unstable();
+        want.dedup();
+        assert!(want.len() > 3, "{want:?}");
+        assert_eq!(fb, want);
+        // Rank blocks: the POSTINGS blocks whose key ranges hold the mapped keys.
+        let lists = crate::query::DocLists::read(view, ids.clone()).unwrap();
+        let need = |i: usize| i % 2 == 0;
+        let rb = lists.rank_blocks(view, need).unwrap();
+        let mut want = Vec::new();
+        for i in (0..lists.len()).filter(|&i| need(i)) {
+            let Some(si) = lists.segment(i) else { continue };
+            let seg = &view.segments[si].seg;
+            if !seg.ranked_forward() || seg.cached_key_count().is_some() {
+                continue;
+            }
+            let mut keys = lists.raw(i).to_vec();
+            seg.ranks_to_keys_by_blocks(&mut keys).unwrap();
+            want.extend(
+                keys.iter()
+                    .map(|&k| (si, seg.block_covering(segment::POSTINGS, k).unwrap())),
+            );
+        }
+        want.sort_unstable();
+        want.dedup();
+        assert!(want.len() > 3, "{want:?}");
+        assert_eq!(rb, want);
     }
 
     #[test]

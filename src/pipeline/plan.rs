@@ -53,6 +53,16 @@ pub struct PairsStats {
     /// Join pipeline only: of `blocks_read`, those of the old segments (holding only documents
     /// below `older_than`); the rest are the batch's own segments'.
     pub old_blocks_read: u64,
+    /// Join pipeline only: old segments' posting blocks asked ahead of the merge join (read
+    /// while the probes are chosen); with the whole read-ahead within its budget, exactly
+    /// `old_blocks_read`.
+    pub read_ahead_blocks: u64,
+    /// Join pipeline only: bytes asked ahead: of those blocks; of the verification chunks'
+    /// FORWARD blocks and the POSTINGS blocks their ranks are mapped in.
+    pub read_ahead_join_bytes: u64,
+    pub read_ahead_verify_bytes: u64,
+    /// Join pipeline only: bytes a read-ahead left to be read on use (past its budget).
+    pub read_ahead_skipped_bytes: u64,
     /// Join pipeline only: run files its three sorts spilled (0 = everything fit in memory).
     pub runs_spilled: u64,
     /// Join pipeline only: (probe key, segment) lookups the segments' key filters answered
@@ -488,6 +498,9 @@ pub fn plan(
     let mut plook: Vec<(u64, usize)> = Vec::new();
     let mut jlook: Vec<(u64, usize)> = Vec::new();
     let mut lists = Lists::default();
+    // The list documents: (document, features, probes chosen, lookups of each matching).
+    #[allow(clippy::type_complexity)]
+    let mut listed: Vec<(u32, usize, usize, Vec<(u64, usize)>, Vec<(u64, usize)>)> = Vec::new();
     let (mut sampled_features, mut list_features) = (0u64, 0u64);
     // A damaged filter counts as "may be present" here; the matching reports it.
     let block_of = |s: &crate::view::LiveSegment, key: u64| match s.seg.postings_block_for(key) {
@@ -566,17 +579,28 @@ pub fn plan(
         }
         if with_lists {
             list_features += view.size(a) as u64;
-            lists.read(
-                view,
-                cfg,
-                a,
-                older_than,
-                x.len(),
-                probes_chosen,
-                &plook,
-                &jlook,
-            );
+            listed.push((a, x.len(), probes_chosen, plook.clone(), jlook.clone()));
         }
+    }
+    // The list documents' posting lists: their blocks asked at once, then read (from a cold
+    // page cache, a few hundred random blocks in flight together instead of one page fault
+    // with the kernel's read-around, megabytes, after another).
+    let mut blocks: Vec<(usize, usize)> = (listed.iter())
+        .flat_map(|(.., pl, jl)| pl.iter().chain(jl))
+        .filter_map(|&(key, i)| {
+            let bi = view.segments[i].seg.postings_block_for(key).ok()??;
+            Some((i, bi))
+        })
+        .collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+    crate::view::ReadAheadQueue::new(crate::view::read_ahead_share()).ask_blocks_here(
+        view,
+        crate::segment::POSTINGS,
+        &blocks,
+    );
+    for (a, n, probes_chosen, pl, jl) in &listed {
+        lists.read(view, cfg, *a, older_than, *n, *probes_chosen, pl, jl);
     }
     if !per_segment {
         records = keys;

@@ -151,6 +151,42 @@ impl DocLists {
         Ok(out)
     }
 
+    /// The FORWARD blocks [`DocLists::read`] of `ids` reads, as `(index in view.segments,
+    /// block)`, sorted and distinct ([`View::forward_block`]): what a read-ahead asks for.
+    pub fn forward_blocks(view: &View, ids: &[u32]) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> =
+            ids.iter().filter_map(|&d| view.forward_block(d)).collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The POSTINGS blocks [`DocLists::map_hashes`] with `need` reads to map ranks to keys,
+    /// as `(index in view.segments, block)`, sorted and distinct
+    /// ([`crate::segment::Segment::rank_blocks`]): none for a document mapped already, stored
+    /// as hashes, or of a segment whose keys are decoded in memory.
+    pub fn rank_blocks(
+        &self,
+        view: &View,
+        need: impl Fn(usize) -> bool,
+    ) -> Result<Vec<(usize, usize)>> {
+        let mut by_seg: Vec<Vec<u64>> = vec![Vec::new(); view.segments.len()];
+        for i in 0..self.ids.len() {
+            let Some(si) = self.segment(i) else { continue };
+            if need(i) && self.hash_at[i].0 == NONE && view.segments[si].seg.ranked_forward() {
+                by_seg[si].extend_from_slice(self.raw(i));
+            }
+        }
+        let mut out = Vec::new();
+        let mut blocks = Vec::new();
+        for (si, ranks) in by_seg.iter().enumerate() {
+            blocks.clear();
+            view.segments[si].seg.rank_blocks(ranks, &mut blocks)?;
+            out.extend(blocks.iter().map(|&b| (si, b)));
+        }
+        Ok(out)
+    }
+
     /// How many documents were read.
     pub fn len(&self) -> usize {
         self.ids.len()

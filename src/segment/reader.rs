@@ -458,6 +458,80 @@ impl Segment {
         will_need(&self.map, from, to);
     }
 
+    /// Where the bytes `v` (a value this segment handed out) start in the file; None for
+    /// bytes outside its mapping.
+    pub fn offset_in_file(&self, v: &[u8]) -> Option<u64> {
+        let base = self.map.as_ptr() as usize;
+        let at = (v.as_ptr() as usize).checked_sub(base)?;
+        (at + v.len() <= self.map.len()).then_some(at as u64)
+    }
+
+    /// The number of blocks of table `table` (0 for an absent table).
+    pub fn block_count(&self, table: u32) -> usize {
+        self.table(table).map_or(0, |t| t.blocks.len())
+    }
+
+    /// The byte range `[from, to)` in the file of block `bi` of table `table` (None: no such
+    /// block): what reading that block (its crc check) reads.
+    pub fn block_range(&self, table: u32, bi: usize) -> Option<(u64, u64)> {
+        let b = self.table(table)?.blocks.get(bi)?;
+        let to = (b.offset + b.len as u64).min(self.map.len() as u64);
+        Some((b.offset, to))
+    }
+
+    /// The block of `table` whose key range covers `key` (None: no block does), by the block
+    /// index alone (no filter consulted): the block a `get` of `key` reads, a FORWARD list's.
+    pub fn block_covering(&self, table: u32, key: u64) -> Option<usize> {
+        let t = self.table(table)?;
+        let bi = t.last_keys.partition_point(|&last| last < key);
+        (t.blocks.get(bi)?.first_key <= key).then_some(bi)
+    }
+
+    /// Format 3: appends to `out` the POSTINGS blocks holding the ranks `ranks` (any order),
+    /// ascending and distinct: the blocks [`Segment::ranks_to_keys_bulk`] reads to map them.
+    /// Nothing when it reads none (formats 1 and 2, keys decoded in memory, no rank table).
+    pub fn rank_blocks(&self, ranks: &[u64], out: &mut Vec<usize>) -> Result<()> {
+        if !self.ranked_forward() || ranks.is_empty() || self.cached_key_count().is_some() {
+            return Ok(());
+        }
+        let Some(starts) = self.rank_starts()? else {
+            return Ok(());
+        };
+        let blocks = starts.len() - 1;
+        let total = starts[blocks];
+        if blocks == 0 {
+            return Ok(());
+        }
+        // Rank directory (as `ranks_to_keys_by_blocks`): the block of rank `j << shift`,
+        // about four entries a block; then a bit per block (no sort of the ranks).
+        let per_block = (total / blocks as u64).max(1);
+        let shift = (per_block / 4).max(1).ilog2();
+        let mut dir = Vec::with_capacity((total >> shift) as usize + 1);
+        let mut b = 0usize;
+        for j in 0..=(total >> shift) {
+            while b + 1 < blocks && starts[b + 1] <= j << shift {
+                b += 1;
+            }
+            dir.push(b as u32);
+        }
+        let mut seen = vec![0u64; blocks.div_ceil(64)];
+        for &r in ranks.iter().filter(|&&r| r < total) {
+            let mut b = dir[(r >> shift) as usize] as usize;
+            while starts[b + 1] <= r {
+                b += 1;
+            }
+            seen[b / 64] |= 1 << (b % 64);
+        }
+        for (w, &bits) in seen.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                out.push(w * 64 + bits.trailing_zeros() as usize);
+                bits &= bits - 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the segment has POSTINGS key filters (table `POSTINGS_FILTER`).
     pub fn has_key_filter(&self) -> bool {
         self.table(super::POSTINGS_FILTER)
