@@ -1527,7 +1527,7 @@ mod read_ahead_tests {
         // 10 segments' filters of 280 MB and three catalog families, 22 GiB available.
         let sizes = [90 << 20, 250 << 20, 290 << 20]
             .into_iter()
-            .chain(std::iter::repeat(280u64 << 20).take(10))
+            .chain(std::iter::repeat_n(280u64 << 20, 10))
             .collect::<Vec<u64>>();
         let all: Vec<usize> = (0..sizes.len()).collect();
         assert_eq!(prefetch_plan(&sizes, 22 * gib, 0.25), all);

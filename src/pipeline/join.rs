@@ -1102,7 +1102,7 @@ mod tests {
         assert_eq!(fb, want);
         // Rank blocks: the POSTINGS blocks whose key ranges hold the mapped keys.
         let lists = crate::query::DocLists::read(view, ids.clone()).unwrap();
-        let need = |i: usize| i % 2 == 0;
+        let need = |i: usize| i.is_multiple_of(2);
         let rb = lists.rank_blocks(view, need).unwrap();
         let mut want = Vec::new();
         for i in (0..lists.len()).filter(|&i| need(i)) {

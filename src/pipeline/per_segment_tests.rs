@@ -410,8 +410,8 @@ fn walk_equals_oracle(
     let mut compared = 0;
     let mut overran = 0;
     let mut continued = 0u64;
-    for i in 0..lists.len() {
-        let Some(x) = xs[i] else {
+    for (i, x) in xs.iter().enumerate().take(lists.len()) {
+        let Some(x) = *x else {
             continue;
         };
         let Some(want) = oracle_probes(view, cfg, &bits, x) else {

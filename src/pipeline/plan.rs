@@ -510,7 +510,7 @@ pub fn plan(
     };
     let widen = |sp: &mut (usize, usize), bi: usize| *sp = (sp.0.min(bi), sp.1.max(bi));
     for &a in live.iter().step_by(step) {
-        let with_lists = p.sampled_docs % list_every == 0;
+        let with_lists = p.sampled_docs.is_multiple_of(list_every);
         p.sampled_docs += 1;
         sampled_features += view.size(a) as u64;
         plook.clear();

@@ -871,8 +871,8 @@ impl Segment {
                 };
             }
             // 7. The lists.
-            for j in 0..g {
-                if let Some(v) = values[j] {
+            for (j, v) in values.iter().enumerate().take(g) {
+                if let Some(v) = *v {
                     let list = decode_postings(v).map_err(|e| self.rebase(e, v))?;
                     f(c * G + j, list);
                 }
