@@ -1144,6 +1144,21 @@ impl ReadAheadRange {
         }
     }
 
+    /// Asks for the whole range, `READ_AHEAD_CHUNK` at a time; false once `stop` is set.
+    fn ask_all(&self, stop: &std::sync::atomic::AtomicBool) -> bool {
+        let mut file = None;
+        let mut at = 0;
+        while at < self.len() {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return false;
+            }
+            let n = READ_AHEAD_CHUNK.min(self.len() - at);
+            self.ask(&mut file, at, n);
+            at += n;
+        }
+        true
+    }
+
     /// Asks for `[at, at + n)` of the range (offsets within it).
     fn ask(&self, file: &mut Option<std::fs::File>, at: u64, n: u64) {
         match self {
@@ -1211,15 +1226,8 @@ impl ReadAhead {
                     .name("ndd-readahead".into())
                     .spawn(move || {
                         for r in &chosen {
-                            let mut file = None;
-                            let mut at = 0;
-                            while at < r.len() {
-                                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                                    return;
-                                }
-                                let n = READ_AHEAD_CHUNK.min(r.len() - at);
-                                r.ask(&mut file, at, n);
-                                at += n;
+                            if !r.ask_all(&stop) {
+                                return;
                             }
                         }
                     })
@@ -1326,15 +1334,8 @@ impl ReadAheadQueue {
                 .spawn(move || {
                     for rs in rx {
                         for r in &rs {
-                            let mut file = None;
-                            let mut at = 0;
-                            while at < r.len() {
-                                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                                    return;
-                                }
-                                let n = READ_AHEAD_CHUNK.min(r.len() - at);
-                                r.ask(&mut file, at, n);
-                                at += n;
+                            if !r.ask_all(&stop) {
+                                return;
                             }
                         }
                     }

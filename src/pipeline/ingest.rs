@@ -532,15 +532,7 @@ impl Index {
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<IngestSummary> {
         self.require_writer()?;
-        // The old segments' key filters and the catalog families the checks look up, read
-        // ahead from a cold page cache while the batch is read (stopped when it returns).
-        let _read_ahead = self.view.ingest_read_ahead(&self.catalog);
-        let result = self.ingest_batch(BatchInput::Source(inputs.into()), opts, report, progress);
-        if result.is_err() {
-            // Nothing was published: remove what the batch staged (the next writer would).
-            let _ = self.catalog.discard_staged();
-        }
-        result
+        self.ingest_input(BatchInput::Source(inputs.into()), opts, report, progress)
     }
 
     /// [`Index::ingest`] of documents read ahead by [`EarlyInput::start`] (with `opts.input`
@@ -562,9 +554,22 @@ impl Index {
                 self.dir().display()
             )));
         }
+        self.ingest_input(BatchInput::Early(early), opts, report, progress)
+    }
+
+    fn ingest_input(
+        &mut self,
+        inputs: BatchInput,
+        opts: &IngestOptions,
+        report: &mut dyn FnMut(&DocReport) -> Result<()>,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<IngestSummary> {
+        // The old segments' key filters and the catalog families the checks look up, read
+        // ahead from a cold page cache while the batch is read (stopped when it returns).
         let _read_ahead = self.view.ingest_read_ahead(&self.catalog);
-        let result = self.ingest_batch(BatchInput::Early(early), opts, report, progress);
+        let result = self.ingest_batch(inputs, opts, report, progress);
         if result.is_err() {
+            // Nothing was published: remove what the batch staged (the next writer would).
             let _ = self.catalog.discard_staged();
         }
         result
@@ -1259,6 +1264,14 @@ mod early_tests {
         }
     }
 
+    /// A report callback that keeps the reports.
+    fn collect(reports: &mut Vec<DocReport>) -> impl FnMut(&DocReport) -> Result<()> + '_ {
+        move |r| {
+            reports.push(r.clone());
+            Ok(())
+        }
+    }
+
     /// The batch's reports and its segment's bytes.
     fn outcome(
         path: &std::path::Path,
@@ -1280,10 +1293,7 @@ mod early_tests {
             .ingest(
                 Source::Docs(docs()),
                 &opts(),
-                &mut |r| {
-                    reports.push(r.clone());
-                    Ok(())
-                },
+                &mut collect(&mut reports),
                 &|_| {},
             )
             .unwrap();
@@ -1297,15 +1307,7 @@ mod early_tests {
             .expect("a new index reads ahead");
         let mut ix = Index::open_writer(&early, &create()).unwrap();
         let s2 = ix
-            .ingest_early(
-                pre,
-                &opts(),
-                &mut |r| {
-                    reports.push(r.clone());
-                    Ok(())
-                },
-                &|_| {},
-            )
+            .ingest_early(pre, &opts(), &mut collect(&mut reports), &|_| {})
             .unwrap();
         assert_eq!(outcome(&early, &s2, reports), want);
         assert_eq!(

@@ -1201,38 +1201,8 @@ mod tests {
     #[test]
     fn key_filters_skip_blocks_and_keep_the_pairs() {
         let tmp = tempfile::tempdir().unwrap();
-        let word = |d: u32, i: u32| {
-            if i < 60 {
-                format!("f{}w{i}", d % 20)
-            } else {
-                format!("own{d}x{i}")
-            }
-        };
-        // ~180k distinct shingles: dozens of POSTINGS blocks.
-        let mut ix = word_pages_index(tmp.path(), 3000, 120, word);
-        let lo = ix.view().doc_ids();
-        let docs2 = tmp.path().join("docs2");
-        std::fs::create_dir_all(&docs2).unwrap();
-        for d in 0..40u32 {
-            // 2 near copies of batch-1 pages, 38 pages of words never seen.
-            let text: Vec<String> = (0..120)
-                .map(|i| {
-                    if d < 2 {
-                        word(d, i)
-                    } else {
-                        format!("new{d}y{i}")
-                    }
-                })
-                .collect();
-            let html = format!("<html><body><p>{}</p></body></html>", text.join(" "));
-            std::fs::write(docs2.join(format!("n{d:02}.html")), html).unwrap();
-        }
-        let opts = crate::pipeline::IngestOptions {
-            mem_bytes: 16 << 20,
-            ..Default::default()
-        };
-        ix.ingest(vec![docs2], &opts, &mut |_| Ok(()), &|_| {})
-            .unwrap();
+        // ~180k distinct shingles: dozens of POSTINGS blocks; 2 near copies, 38 unseen pages.
+        let (ix, lo) = two_batches(tmp.path());
         let view = ix.view();
         assert!(view.segments.len() >= 2);
         assert!(view.segments.iter().all(|s| s.seg.has_key_filter()));
