@@ -532,7 +532,8 @@ impl Index {
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<IngestSummary> {
         self.require_writer()?;
-        self.ingest_input(BatchInput::Source(inputs.into()), opts, report, progress)
+        let inputs = BatchInput::Source(inputs.into());
+        self.read_ahead_staged(|ix| ix.ingest_batch(inputs, opts, report, progress))
     }
 
     /// [`Index::ingest`] of documents read ahead by [`EarlyInput::start`] (with `opts.input`
@@ -554,22 +555,19 @@ impl Index {
                 self.dir().display()
             )));
         }
-        self.ingest_input(BatchInput::Early(early), opts, report, progress)
+        self.read_ahead_staged(|ix| {
+            ix.ingest_batch(BatchInput::Early(early), opts, report, progress)
+        })
     }
 
-    fn ingest_input(
-        &mut self,
-        inputs: BatchInput,
-        opts: &IngestOptions,
-        report: &mut dyn FnMut(&DocReport) -> Result<()>,
-        progress: &(dyn Fn(Progress) + Sync),
-    ) -> Result<IngestSummary> {
-        // The old segments' key filters and the catalog families the checks look up, read
-        // ahead from a cold page cache while the batch is read (stopped when it returns).
+    /// Runs a batch's ingest while the old segments' key filters and the catalog families the
+    /// checks look up are read ahead from a cold page cache (stopped when it returns); on an
+    /// error nothing was published, so what the batch staged is removed (the next writer
+    /// would).
+    fn read_ahead_staged<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         let _read_ahead = self.view.ingest_read_ahead(&self.catalog);
-        let result = self.ingest_batch(inputs, opts, report, progress);
+        let result = f(self);
         if result.is_err() {
-            // Nothing was published: remove what the batch staged (the next writer would).
             let _ = self.catalog.discard_staged();
         }
         result
