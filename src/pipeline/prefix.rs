@@ -128,7 +128,8 @@ pub(crate) fn prefix_join(
     // 1. The probe sets: (key, doc) records, the documents' lists read a group at a time
     //    (format 3: ranks mapped in bulk).
     let matcher = cfg.matcher(view, older_than);
-    let mut records: Vec<(u64, u32)> = crate::sort::prefault::with_capacity(records_max as usize);
+    let mut records: Vec<(u64, u32)> =
+        crate::sort::prefault::with_capacity_par(records_max as usize);
     // Per document id: the last key of its probe set in the common order, and how many of
     // its keys come after it (the bound of step 2).
     let mut last: Vec<(u32, u64)> = vec![(0, 0); end as usize];
@@ -205,7 +206,7 @@ pub(crate) fn prefix_join(
     if listed > cand_max {
         return Ok(None);
     }
-    let mut cands: Vec<u64> = crate::sort::prefault::with_capacity(listed as usize);
+    let mut cands: Vec<u64> = crate::sort::prefault::with_capacity_par(listed as usize);
     cands.resize(listed as usize, 0);
     {
         let mut slices: Vec<&mut [u64]> = Vec::with_capacity(counts.len());
