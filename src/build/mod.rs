@@ -709,6 +709,20 @@ impl SegmentBuilder {
             files: self.files,
         })
     }
+
+    /// [`SegmentBuilder::finish`] with the file's fsyncs left running
+    /// ([`SegmentWriter::finish_deferred_sync`]): wait for them before publishing it.
+    pub fn finish_deferred_sync(mut self) -> Result<(BuiltSegment, segment::PendingSync)> {
+        self.write_ranked_forward()?;
+        let (meta, synced) = self.w.finish_deferred_sync()?;
+        let built = BuiltSegment {
+            meta,
+            keys: self.keys,
+            postings: self.postings,
+            files: self.files,
+        };
+        Ok((built, synced))
+    }
 }
 
 /// Documents whose FORWARD lists (format 3, ranks placed directly) are encoded per group, and

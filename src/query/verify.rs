@@ -148,6 +148,8 @@ pub struct DocLists {
 }
 
 const NONE: u32 = u32::MAX;
+/// Fewest ranks per piece [`DocLists::map_hashes`] maps on one core.
+const MAP_PIECE_MIN: usize = 1 << 16;
 const RAW: u32 = u32::MAX - 1;
 
 impl DocLists {
@@ -421,17 +423,10 @@ impl DocLists {
         self.hashes.resize(segs, Vec::new());
         // What earlier calls mapped stays as it is; only what this call adds is mapped.
         let done: Vec<usize> = self.hashes.iter().map(|b| b.len()).collect();
-        // Each segment's buffer sized once for what this call adds (not regrown).
+        // Where each document's hashes go (each segment's buffer grows once, by what this
+        // call adds), and the documents to map per segment, in order.
         let mut adds = vec![0usize; segs];
-        for i in 0..self.ids.len() {
-            let Some(si) = self.segment(i) else { continue };
-            if need(i) && self.hash_at[i].0 == NONE && view.segments[si].seg.ranked_forward() {
-                adds[si] += self.raw_at[i + 1] - self.raw_at[i];
-            }
-        }
-        for (b, &n) in self.hashes.iter_mut().zip(&adds) {
-            b.reserve_exact(n);
-        }
+        let mut todo: Vec<Vec<usize>> = vec![Vec::new(); segs];
         for i in 0..self.ids.len() {
             let Some(si) = self.segment(i) else { continue };
             if !need(i) || self.hash_at[i].0 != NONE {
@@ -441,22 +436,66 @@ impl DocLists {
                 self.hash_at[i] = (RAW, 0, 0);
                 continue;
             }
-            let buf = &mut self.hashes[si];
-            let lo = buf.len();
-            buf.extend_from_slice(&self.raw[self.raw_at[i]..self.raw_at[i + 1]]);
-            self.hash_at[i] = (si as u32, lo, buf.len());
+            let lo = done[si] + adds[si];
+            adds[si] += self.raw_at[i + 1] - self.raw_at[i];
+            self.hash_at[i] = (si as u32, lo, done[si] + adds[si]);
+            todo[si].push(i);
         }
+        for (si, b) in self.hashes.iter_mut().enumerate() {
+            if adds[si] > 0 && b.is_empty() {
+                // Zeroed pages from the allocator, faulted in by the threads that fill them.
+                *b = vec![0u64; adds[si]];
+            } else if adds[si] > 0 {
+                b.resize(done[si] + adds[si], 0);
+            }
+        }
+        let (raw, raw_at) = (&self.raw, &self.raw_at);
         self.hashes
             .par_iter_mut()
             .enumerate()
-            .filter(|(si, b)| b.len() > done[*si])
+            .filter(|(si, _)| adds[*si] > 0)
             .map(|(si, b)| {
                 let seg = &view.segments[si].seg;
-                if caching {
-                    seg.ranks_to_keys_bulk_caching(&mut b[done[si]..])
-                } else {
-                    seg.ranks_to_keys_bulk(&mut b[done[si]..])
+                let docs = &todo[si];
+                let region = &mut b[done[si]..];
+                // Cut in pieces mapped on every core when each piece alone maps through the
+                // segment's decoded keys (they are, or a piece brings the ranks that decode
+                // them: more than a sixteenth of its keys); otherwise in one call, which reads
+                // each POSTINGS block once for all of them.
+                let keys = seg
+                    .table_meta(crate::segment::POSTINGS)
+                    .map_or(u64::MAX, |t| t.entries) as usize;
+                let cached = seg.cached_key_count().is_some();
+                let piece = (region.len() / (2 * rayon::current_num_threads()).max(1))
+                    .max(MAP_PIECE_MIN)
+                    .max(if cached { 0 } else { keys / 16 + 1 });
+                let split = (caching || cached) && region.len() > piece;
+                let mut pieces: Vec<(&[usize], &mut [u64])> = Vec::new();
+                let (mut rest, mut d0, mut len) = (region, 0, 0);
+                for (k, &i) in docs.iter().enumerate() {
+                    len += raw_at[i + 1] - raw_at[i];
+                    if k + 1 == docs.len() || (split && len >= piece) {
+                        let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
+                        pieces.push((&docs[d0..=k], head));
+                        (rest, d0, len) = (tail, k + 1, 0);
+                    }
                 }
+                pieces
+                    .into_par_iter()
+                    .map(|(docs, out)| {
+                        let mut at = 0;
+                        for &i in docs {
+                            let list = &raw[raw_at[i]..raw_at[i + 1]];
+                            out[at..at + list.len()].copy_from_slice(list);
+                            at += list.len();
+                        }
+                        if caching {
+                            seg.ranks_to_keys_bulk_caching(out)
+                        } else {
+                            seg.ranks_to_keys_bulk(out)
+                        }
+                    })
+                    .collect::<Result<()>>()
             })
             .collect::<Result<()>>()
     }
