@@ -737,7 +737,7 @@ mod tests {
         for _ in 0..200_000 {
             let r = next();
             let n = (next() >> (r % 64)) as usize;
-            let max = next() >> (r >> 8) % 64;
+            let max = next() >> ((r >> 8) % 64);
             cases.push((n, max));
         }
         for (n, max) in cases {
