@@ -21,7 +21,9 @@
 //! Cost: the probe sets (`(key, doc)` records, sorted in memory), the candidate pairs (sorted
 //! and deduplicated in memory) and their verification, all on every core. It runs only when
 //! both fit a quarter of the memory budget each ([`prefix_pairs`] gives up before emitting
-//! anything otherwise, and the caller matches as before).
+//! anything otherwise, and the caller matches as before). When the documents' lists fit a
+//! third quarter, they are read once and kept for the verification (no candidate's list is
+//! read again); otherwise they are read a group at a time, and again per candidate.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

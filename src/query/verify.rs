@@ -460,16 +460,19 @@ impl DocLists {
                 let region = &mut b[done[si]..];
                 // Cut in pieces mapped on every core when each piece alone maps through the
                 // segment's decoded keys (they are, or a piece brings the ranks that decode
-                // them: more than a sixteenth of its keys); otherwise in one call, which reads
-                // each POSTINGS block once for all of them.
+                // them, more than a sixteenth of its keys, and the key-cache budget has room
+                // for them); otherwise in one call, which reads each POSTINGS block once for
+                // all of them.
                 let keys = seg
                     .table_meta(crate::segment::POSTINGS)
-                    .map_or(u64::MAX, |t| t.entries) as usize;
+                    .map_or(u64::MAX, |t| t.entries);
                 let cached = seg.cached_key_count().is_some();
+                let (limit, taken) = crate::segment::key_cache_usage();
+                let room = keys.saturating_mul(8) <= limit.saturating_sub(taken);
                 let piece = (region.len() / (2 * rayon::current_num_threads()).max(1))
                     .max(MAP_PIECE_MIN)
-                    .max(if cached { 0 } else { keys / 16 + 1 });
-                let split = (caching || cached) && region.len() > piece;
+                    .max(if cached { 0 } else { (keys / 16 + 1) as usize });
+                let split = (cached || (caching && room)) && region.len() > piece;
                 let mut pieces: Vec<(&[usize], &mut [u64])> = Vec::new();
                 let (mut rest, mut d0, mut len) = (region, 0, 0);
                 for (k, &i) in docs.iter().enumerate() {
