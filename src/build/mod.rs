@@ -453,17 +453,67 @@ impl SegmentBuilder {
             _ => {}
         }
         self.w.begin_table(segment::FORWARD)?;
-        let mut ranks: Vec<u64> = Vec::new();
-        for (i, &(doc, _)) in docs.iter().enumerate() {
-            ranks.clear();
-            ranks.extend(
-                d.ranks[d.start[i]..d.start[i + 1]]
-                    .iter()
-                    .map(|&r| r as u64),
+        // The lists encoded on every core, a group of documents at a time (in order), while
+        // this thread adds the previous group's values to the table: the same bytes.
+        use rayon::prelude::*;
+        let encode = |group: std::ops::Range<usize>| -> (Vec<u8>, Vec<usize>) {
+            let (mut bytes, mut ends) = (Vec::new(), Vec::with_capacity(group.len()));
+            let mut ranks: Vec<u64> = Vec::new();
+            for i in group {
+                ranks.clear();
+                ranks.extend(
+                    d.ranks[d.start[i]..d.start[i + 1]]
+                        .iter()
+                        .map(|&r| r as u64),
+                );
+                segment::encode_u64s(&ranks, &mut bytes);
+                ends.push(bytes.len());
+            }
+            (bytes, ends)
+        };
+        let groups: Vec<std::ops::Range<usize>> = (0..docs.len())
+            .step_by(FORWARD_GROUP)
+            .map(|g| g..(g + FORWARD_GROUP).min(docs.len()))
+            .collect();
+        let mut done: Option<(usize, (Vec<u8>, Vec<usize>))> = None;
+        for g in &groups {
+            // Encode group k (cut in pieces across the cores) while group k - 1 is added.
+            let pieces: Vec<std::ops::Range<usize>> = g
+                .clone()
+                .step_by(FORWARD_PIECE)
+                .map(|p| p..(p + FORWARD_PIECE).min(g.end))
+                .collect();
+            let w = &mut self.w;
+            let prev = done.take();
+            let (encoded, added) = rayon::join(
+                || {
+                    pieces
+                        .into_par_iter()
+                        .map(|p| (p.start, encode(p)))
+                        .collect::<Vec<_>>()
+                },
+                || -> Result<()> {
+                    if let Some((start, (bytes, ends))) = prev {
+                        add_encoded(w, docs, start, &bytes, &ends)?;
+                    }
+                    Ok(())
+                },
             );
-            self.buf.clear();
-            segment::encode_u64s(&ranks, &mut self.buf);
-            self.w.add(doc as u64, &self.buf)?;
+            added?;
+            for (start, (bytes, ends)) in encoded {
+                match done.take() {
+                    None => done = Some((start, (bytes, ends))),
+                    Some((s0, (mut b0, mut e0))) => {
+                        let base = b0.len();
+                        b0.extend_from_slice(&bytes);
+                        e0.extend(ends.iter().map(|e| e + base));
+                        done = Some((s0, (b0, e0)));
+                    }
+                }
+            }
+        }
+        if let Some((start, (bytes, ends))) = done {
+            add_encoded(&mut self.w, docs, start, &bytes, &ends)?;
         }
         self.w.end_table()
     }
@@ -659,6 +709,49 @@ impl SegmentBuilder {
             files: self.files,
         })
     }
+
+    /// [`SegmentBuilder::finish`] with the file's fsyncs left running
+    /// ([`SegmentWriter::finish_deferred_sync`]): wait for them before publishing it.
+    pub fn finish_deferred_sync(mut self) -> Result<(BuiltSegment, segment::PendingSync)> {
+        self.write_ranked_forward()?;
+        let (meta, synced) = self.w.finish_deferred_sync()?;
+        let built = BuiltSegment {
+            meta,
+            keys: self.keys,
+            postings: self.postings,
+            files: self.files,
+        };
+        Ok((built, synced))
+    }
+}
+
+/// Documents whose FORWARD lists (format 3, ranks placed directly) are encoded per group, and
+/// per piece of a group on one core.
+/// (Tests: small, so that their few hundred documents make several groups and pieces.)
+#[cfg(not(test))]
+const FORWARD_GROUP: usize = 1024;
+#[cfg(not(test))]
+const FORWARD_PIECE: usize = 128;
+#[cfg(test)]
+const FORWARD_GROUP: usize = 40;
+#[cfg(test)]
+const FORWARD_PIECE: usize = 7;
+
+/// Adds the FORWARD values of `docs[start..]`, encoded one after the other in `bytes` (value
+/// `k` ends at `ends[k]`).
+fn add_encoded(
+    w: &mut SegmentWriter,
+    docs: &[(u32, u32)],
+    start: usize,
+    bytes: &[u8],
+    ends: &[usize],
+) -> Result<()> {
+    let mut lo = 0;
+    for (k, &hi) in ends.iter().enumerate() {
+        w.add(docs[start + k].0 as u64, &bytes[lo..hi])?;
+        lo = hi;
+    }
+    Ok(())
 }
 
 /// A finished segment nobody has published yet: removed when dropped, unless

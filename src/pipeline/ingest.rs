@@ -36,6 +36,7 @@ use crate::method::MethodOptions;
 use crate::pipeline::pairs::{for_each_pair, Matching, PairsConfig};
 use crate::pipeline::plan::Pair;
 use crate::pipeline::spool::ReportSpool;
+use crate::segment::PendingSync;
 use crate::sort::{DocPair, ExternalSorter, KeyDoc, SortOptions, Spool};
 use crate::store::{DocRecord, Manifest};
 use crate::view::View;
@@ -497,10 +498,16 @@ impl NewSegment {
     /// The "write segment" stage: POSTINGS and FREQUENT from the sorted records, straight
     /// into the segment, then the method tables. The segment stays unpublished (removed
     /// when dropped) until the catalog names it; the methods' catalog part is staged later.
-    fn write(mut self, catalog: &crate::store::Catalog) -> Result<(BuiltSegment, MethodWriter)> {
+    /// Its fsyncs run while the batch is matched: wait for the [`PendingSync`] before the
+    /// publish.
+    fn write(
+        mut self,
+        catalog: &crate::store::Catalog,
+    ) -> Result<(BuiltSegment, MethodWriter, PendingSync)> {
         self.builder.postings_from_sorter(self.sorter)?;
         self.methods.write_tables(&mut self.builder, catalog)?;
-        Ok((self.builder.finish()?, self.methods))
+        let (built, synced) = self.builder.finish_deferred_sync()?;
+        Ok((built, self.methods, synced))
     }
 }
 
@@ -600,7 +607,7 @@ impl Index {
         let mut lap = Instant::now();
         b.s.stage_seconds.read = started.elapsed().as_secs_f64();
         b.s.stage_cpu_seconds.read = cpu.lap();
-        let (built, methods) = seg.write(&self.catalog)?;
+        let (built, methods, synced) = seg.write(&self.catalog)?;
         b.s.segment_bytes = built.meta.bytes;
 
         progress(Progress::Stage("matching"));
@@ -613,6 +620,7 @@ impl Index {
         b.s.stage_seconds.matching = lap.elapsed().as_secs_f64();
         b.s.stage_cpu_seconds.matching = cpu.lap();
         lap = Instant::now();
+        synced.wait()?; // the segment on disk before the catalog names it
         let clusters = self.publish_batch(&mut b, view, built, methods, &pairs)?;
         b.s.stage_seconds.publish = lap.elapsed().as_secs_f64();
         b.s.stage_cpu_seconds.publish = cpu.lap();

@@ -21,7 +21,9 @@
 //! Cost: the probe sets (`(key, doc)` records, sorted in memory), the candidate pairs (sorted
 //! and deduplicated in memory) and their verification, all on every core. It runs only when
 //! both fit a quarter of the memory budget each ([`prefix_pairs`] gives up before emitting
-//! anything otherwise, and the caller matches as before).
+//! anything otherwise, and the caller matches as before). When the documents' lists fit a
+//! third quarter, they are read once and kept for the verification (no candidate's list is
+//! read again); otherwise they are read a group at a time, and again per candidate.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,7 +31,7 @@ use rayon::prelude::*;
 
 use crate::error::Result;
 use crate::fingerprint::Sample;
-use crate::query::{verify_candidate, DocLists, Match, Own, Scratch, VerifyCounts};
+use crate::query::{verify_candidate, verify_listed, DocLists, Match, Own, Scratch, VerifyCounts};
 use crate::view::View;
 
 use super::plan::{listed_prefix, Matching, Pair, PairsConfig, PairsStats};
@@ -89,6 +91,20 @@ pub fn prefix_pairs(
     older_than: u32,
     emit: &mut dyn FnMut(&[Pair]) -> Result<()>,
 ) -> Result<Option<PairsStats>> {
+    prefix_join(view, cfg, mem_bytes, docs, older_than, None, emit)
+}
+
+/// [`prefix_pairs`]; `keep_lists` overrides whether step 1 keeps every list for step 3
+/// (None: when they fit a quarter of the budget). Tests compare both ways.
+pub(crate) fn prefix_join(
+    view: &View,
+    cfg: &PairsConfig,
+    mem_bytes: u64,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    keep_lists: Option<bool>,
+    emit: &mut dyn FnMut(&[Pair]) -> Result<()>,
+) -> Result<Option<PairsStats>> {
     if !applies(view, cfg, &docs, older_than) {
         return Ok(None);
     }
@@ -114,41 +130,49 @@ pub fn prefix_pairs(
     // 1. The probe sets: (key, doc) records, the documents' lists read a group at a time
     //    (format 3: ranks mapped in bulk).
     let matcher = cfg.matcher(view, older_than);
-    let mut records: Vec<(u64, u32)> = crate::sort::prefault::with_capacity(records_max as usize);
+    let mut records: Vec<(u64, u32)> =
+        crate::sort::prefault::with_capacity_par(records_max as usize);
     // Per document id: the last key of its probe set in the common order, and how many of
     // its keys come after it (the bound of step 2).
     let mut last: Vec<(u32, u64)> = vec![(0, 0); end as usize];
     let mut after: Vec<u32> = vec![0; end as usize];
-    let max_listed = 1u64 << 20;
+    // The lists of every live document at once when they fit a quarter of the budget (16
+    // bytes a feature: stored list and hashes): step 3 then verifies from them, with no list
+    // read twice. Otherwise a group of lists at a time, and step 3 reads its lists again.
+    let features: u64 = live.iter().map(|&d| view.size(d) as u64).sum();
+    let keep = keep_lists.unwrap_or(features.saturating_mul(16) <= quarter);
+    let max_listed = if keep { u64::MAX } else { 1u64 << 20 };
+    let mut kept: Option<DocLists> = None;
     let mut g0 = 0;
     while g0 < live.len() {
         let g1 = g0 + listed_prefix(view, &live[g0..], max_listed);
         let mut lists = DocLists::read(view, live[g0..g1].to_vec())?;
         lists.map_hashes_caching(view, |_| true)?;
-        let lists = &lists;
         let idx: Vec<usize> = (0..lists.len()).collect();
         type Part = (Vec<(u64, u32)>, Vec<(u32, (u32, u64), u32)>);
-        let parts: Vec<Result<Part>> = idx
-            .par_chunks(64)
-            .map_init(
-                || Scratch::new(0),
-                |scratch, chunk| {
-                    let (mut out, mut ends) = (Vec::new(), Vec::new());
-                    for &i in chunk {
-                        let Some(x) = lists.hashes(i) else { continue };
-                        if matcher.choose_probes(x, scratch)? {
-                            let d = lists.id(i);
-                            let before = out.len();
-                            out.extend(scratch.probes().map(|k| (k, d)));
-                            let p = out.len() - before;
-                            let e = scratch.last_probe(view).unwrap_or((0, 0));
-                            ends.push((d, e, (x.len() - p) as u32));
+        let parts: Vec<Result<Part>> = {
+            let lists = &lists;
+            idx.par_chunks(64)
+                .map_init(
+                    || Scratch::new(0),
+                    |scratch, chunk| {
+                        let (mut out, mut ends) = (Vec::new(), Vec::new());
+                        for &i in chunk {
+                            let Some(x) = lists.hashes(i) else { continue };
+                            if matcher.choose_probes(x, scratch)? {
+                                let d = lists.id(i);
+                                let before = out.len();
+                                out.extend(scratch.probes().map(|k| (k, d)));
+                                let p = out.len() - before;
+                                let e = scratch.last_probe(view).unwrap_or((0, 0));
+                                ends.push((d, e, (x.len() - p) as u32));
+                            }
                         }
-                    }
-                    Ok((out, ends))
-                },
-            )
-            .collect();
+                        Ok((out, ends))
+                    },
+                )
+                .collect()
+        };
         for part in parts {
             let (r, ends) = part?;
             records.extend(r);
@@ -156,6 +180,9 @@ pub fn prefix_pairs(
                 last[d as usize] = e;
                 after[d as usize] = n;
             }
+        }
+        if keep && g0 == 0 && g1 == live.len() {
+            kept = Some(lists);
         }
         g0 = g1;
     }
@@ -181,7 +208,7 @@ pub fn prefix_pairs(
     if listed > cand_max {
         return Ok(None);
     }
-    let mut cands: Vec<u64> = crate::sort::prefault::with_capacity(listed as usize);
+    let mut cands: Vec<u64> = crate::sort::prefault::with_capacity_par(listed as usize);
     cands.resize(listed as usize, 0);
     {
         let mut slices: Vec<&mut [u64]> = Vec::with_capacity(counts.len());
@@ -288,6 +315,10 @@ pub fn prefix_pairs(
             |(x, raw, buf), step| {
                 let mut out = Vec::new();
                 let mut counts = VerifyCounts::default();
+                if let Some(lists) = kept.as_ref() {
+                    verify_kept(view, cfg, lists, step, buf, &mut out, &mut counts)?;
+                    return Ok((out, counts));
+                }
                 for run in step.chunk_by(|p, q| p >> 32 == q >> 32) {
                     let a = (run[0] >> 32) as u32;
                     let Some(sa) = view.features_and_raw_into(a, x, raw)? else {
@@ -325,4 +356,43 @@ pub fn prefix_pairs(
     emit(&block)?;
     stats.matching = Some(Matching::Prefix);
     Ok(Some(stats))
+}
+
+/// Step 3 of [`prefix_pairs`] for one step of candidates (sorted, cut at a probing
+/// document's boundary) from the lists step 1 kept: every candidate as
+/// [`verify_candidate`] would verify it, without reading a list again.
+fn verify_kept(
+    view: &View,
+    cfg: &PairsConfig,
+    lists: &DocLists,
+    step: &[u64],
+    buf: &mut Vec<u64>,
+    out: &mut Vec<Pair>,
+    counts: &mut VerifyCounts,
+) -> Result<()> {
+    let (sample, t) = (cfg.sample, cfg.threshold);
+    for run in step.chunk_by(|p, q| p >> 32 == q >> 32) {
+        let a = (run[0] >> 32) as u32;
+        let Some(i) = lists.find(a) else { continue };
+        let (Some(sa), Some(x)) = (lists.segment(i), lists.hashes(i)) else {
+            continue;
+        };
+        let own = Own {
+            seg: sa,
+            raw: lists.raw(i),
+        };
+        for &p in run {
+            let b = p as u32;
+            let ov = match lists.find(b) {
+                Some(j) => verify_listed(view, sample, t, x, own, lists, j, buf, counts)?,
+                None => verify_candidate(view, sample, t, x, Some(own), b, buf, counts)?,
+            };
+            out.extend(ov.map(|ov| Pair {
+                a,
+                b,
+                m: Match::of(b, ov),
+            }));
+        }
+    }
+    Ok(())
 }

@@ -3,7 +3,7 @@
 use crate::error::Result;
 use crate::pipeline::pairs::for_each_pair_block;
 use crate::pipeline::plan::{Matching, Pair, PairsConfig};
-use crate::pipeline::prefix::prefix_pairs;
+use crate::pipeline::prefix::{prefix_join, prefix_pairs};
 
 /// Pages in 7 families (and some pages of their own) over two batches (two segments),
 /// then a few deleted.
@@ -62,6 +62,21 @@ fn prefix_pairs_equal_probe_pairs() {
                     assert_eq!(g.m.containment.to_bits(), w.m.containment.to_bits());
                 }
                 assert_eq!(gs.pairs, ws.pairs, "{what}");
+                // Every list kept for the verification, or read again by groups: the same.
+                for keep in [true, false] {
+                    let mut again = Vec::new();
+                    let mut emit = |b: &[Pair]| {
+                        again.extend_from_slice(b);
+                        Ok(())
+                    };
+                    let all = 0..view.doc_ids();
+                    let ks = prefix_join(view, &cfg, 64 << 20, all, 0, Some(keep), &mut emit)
+                        .unwrap()
+                        .expect("applies and fits");
+                    assert_eq!(again, got, "{what}, lists kept {keep}");
+                    assert_eq!(ks.candidates, gs.candidates, "{what}, lists kept {keep}");
+                    assert_eq!(ks.verified_by_ranks, gs.verified_by_ranks, "{what}");
+                }
                 assert_eq!(gs.matching, Some(Matching::Prefix));
                 assert!(gs.candidates >= gs.pairs);
                 verified += gs.candidates;
@@ -86,6 +101,46 @@ fn prefix_pairs_equal_probe_pairs() {
                     .is_none());
             }
             assert!(verified > 0);
+        }
+    }
+}
+
+/// `DocLists::read` (each list decoded into its place, sized from the feature counts) reads
+/// what the list-by-list gathering reads: every document, deleted ones and ids past the
+/// index included, both formats; and maps the same hashes.
+#[test]
+fn lists_read_in_place_equal_lists_gathered() {
+    use crate::query::DocLists;
+    for format in [2, 3] {
+        let tmp = tempfile::tempdir().unwrap();
+        let ix = index(tmp.path(), format, "all");
+        let view = ix.view();
+        let n = view.doc_ids();
+        for ids in [
+            (0..n + 3).collect::<Vec<u32>>(),
+            (0..n).filter(|d| d % 3 != 1).collect(),
+            vec![],
+        ] {
+            let mut a = DocLists::read(view, ids.clone()).unwrap();
+            let mut b = DocLists::read_gathered(view, ids.clone()).unwrap();
+            a.map_hashes(view, |i| i % 2 == 0).unwrap();
+            b.map_hashes(view, |i| i % 2 == 0).unwrap();
+            assert_eq!(a.len(), ids.len());
+            assert_eq!(b.len(), ids.len());
+            let mut listed = 0;
+            for i in 0..ids.len() {
+                assert_eq!(a.id(i), b.id(i));
+                assert_eq!(
+                    a.segment(i),
+                    b.segment(i),
+                    "format {format} doc {}",
+                    a.id(i)
+                );
+                assert_eq!(a.raw(i), b.raw(i), "format {format} doc {}", a.id(i));
+                assert_eq!(a.hashes(i), b.hashes(i), "format {format} doc {}", a.id(i));
+                listed += a.raw(i).len();
+            }
+            assert!(ids.is_empty() || listed > 0);
         }
     }
 }

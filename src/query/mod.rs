@@ -7,7 +7,7 @@ mod verify;
 pub use matcher::per_segment::{PreWalk, SegmentProbes, NEW_SEGMENTS, WALK_SLACK_ENV};
 pub use matcher::{Match, Matcher, Scratch};
 pub use probe_ranks::{FrequentRanks, RankWeights};
-pub use verify::{compares_by_order, verify_candidate, DocLists, Own, VerifyCounts};
+pub use verify::{compares_by_order, verify_candidate, verify_listed, DocLists, Own, VerifyCounts};
 
 use serde::Serialize;
 

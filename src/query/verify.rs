@@ -82,6 +82,46 @@ pub fn verify_candidate(
     Ok(ov)
 }
 
+/// [`verify_candidate`] of candidate `lists.id(j)` from its list in `lists` (read with
+/// [`DocLists::read`], hashes mapped where its segment stores ranks) instead of reading it
+/// again: the same comparison, counts and answer. `own` is the probing document's stored
+/// list and `x` its hashes, as for [`verify_candidate`]; `sample` compares by order (every
+/// sampling but `adaptive`; the caller checks [`compares_by_order`]).
+#[allow(clippy::too_many_arguments)]
+pub fn verify_listed(
+    view: &View,
+    sample: Sample,
+    t: Threshold,
+    x: &[u64],
+    own: Own<'_>,
+    lists: &DocLists,
+    j: usize,
+    buf: &mut Vec<u64>,
+    counts: &mut VerifyCounts,
+) -> Result<Option<Overlap>> {
+    debug_assert!(compares_by_order(sample));
+    let Some(si) = lists.segment(j) else {
+        return Ok(None);
+    };
+    let seg = &view.segments[si].seg;
+    if si == own.seg && seg.ranked_forward() {
+        counts.by_ranks += 1;
+        debug_assert_eq!(own.raw.len(), x.len());
+        return Ok(sample.verify(own.raw, lists.raw(j), t));
+    }
+    counts.by_hashes += 1;
+    let hashes = match lists.hashes(j) {
+        Some(h) => h,
+        None => {
+            buf.clear();
+            buf.extend_from_slice(lists.raw(j));
+            seg.ranks_to_keys(buf, 0)?;
+            buf
+        }
+    };
+    Ok(sample.verify(x, hashes, t))
+}
+
 /// The stored lists of many documents read at once (a join's verification chunk, a block of
 /// probing documents), with the feature hashes of those that need them mapped **in bulk**:
 /// the ranks of all such documents of one format-3 segment go through
@@ -108,13 +148,80 @@ pub struct DocLists {
 }
 
 const NONE: u32 = u32::MAX;
+/// Fewest ranks per piece [`DocLists::map_hashes`] maps on one core.
+const MAP_PIECE_MIN: usize = 1 << 16;
 const RAW: u32 = u32::MAX - 1;
 
 impl DocLists {
     /// Reads the stored lists of `ids` (ascending, distinct) in parallel; no hash mapped yet.
+    /// Each list is decoded straight into its place in one array sized up front from the
+    /// documents' feature counts (`View::size`), so the array is written once and never
+    /// regrown; should a list's length differ from its count (a document no live segment
+    /// holds), the lists are gathered piece by piece instead. The same lists either way.
     pub fn read(view: &View, ids: Vec<u32>) -> Result<DocLists> {
         use rayon::prelude::*;
         debug_assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        const CHUNK: usize = 256;
+        let mut raw_at = Vec::with_capacity(ids.len() + 1);
+        raw_at.push(0usize);
+        for &d in &ids {
+            raw_at.push(raw_at[raw_at.len() - 1] + view.size(d) as usize);
+        }
+        let total = raw_at[ids.len()];
+        // Zeroed pages from the allocator, faulted in by the threads that write them.
+        let mut raw = vec![0u64; total];
+        let chunks = ids.len().div_ceil(CHUNK);
+        let mut slices: Vec<&mut [u64]> = Vec::with_capacity(chunks);
+        let mut rest = &mut raw[..];
+        for k in 0..chunks {
+            let (lo, hi) = (raw_at[k * CHUNK], raw_at[((k + 1) * CHUNK).min(ids.len())]);
+            let (head, tail) = rest.split_at_mut(hi - lo);
+            slices.push(head);
+            rest = tail;
+        }
+        let at = &raw_at;
+        let placed: Vec<Result<Option<Vec<u32>>>> = ids
+            .par_chunks(CHUNK)
+            .enumerate()
+            .zip(slices.into_par_iter())
+            .map_init(Vec::new, |buf, ((k, chunk), out)| {
+                let mut seg = Vec::with_capacity(chunk.len());
+                let i0 = k * CHUNK;
+                for (j, &d) in chunk.iter().enumerate() {
+                    match view.forward_raw_into(d, buf)? {
+                        Some(si) => seg.push(si as u32),
+                        None => seg.push(NONE),
+                    }
+                    let (lo, hi) = (at[i0 + j] - at[i0], at[i0 + j + 1] - at[i0]);
+                    if buf.len() != hi - lo {
+                        return Ok(None);
+                    }
+                    out[lo..hi].copy_from_slice(buf);
+                }
+                Ok(Some(seg))
+            })
+            .collect();
+        let mut seg = Vec::with_capacity(ids.len());
+        for p in placed {
+            match p? {
+                Some(s) => seg.extend(s),
+                None => return Self::read_gathered(view, ids),
+            }
+        }
+        Ok(DocLists {
+            seg,
+            raw_at,
+            raw,
+            hash_at: vec![(NONE, 0, 0); ids.len()],
+            coarse_at: vec![None; ids.len()],
+            ids,
+            ..Default::default()
+        })
+    }
+
+    /// [`DocLists::read`] list by list, for lists whose lengths are not the feature counts.
+    pub(crate) fn read_gathered(view: &View, ids: Vec<u32>) -> Result<DocLists> {
+        use rayon::prelude::*;
         let parts: Vec<Result<(Vec<u32>, Vec<usize>, Vec<u64>)>> = ids
             .par_chunks(256)
             .map_init(Vec::new, |buf, chunk| {
@@ -316,6 +423,10 @@ impl DocLists {
         self.hashes.resize(segs, Vec::new());
         // What earlier calls mapped stays as it is; only what this call adds is mapped.
         let done: Vec<usize> = self.hashes.iter().map(|b| b.len()).collect();
+        // Where each document's hashes go (each segment's buffer grows once, by what this
+        // call adds), and the documents to map per segment, in order.
+        let mut adds = vec![0usize; segs];
+        let mut todo: Vec<Vec<usize>> = vec![Vec::new(); segs];
         for i in 0..self.ids.len() {
             let Some(si) = self.segment(i) else { continue };
             if !need(i) || self.hash_at[i].0 != NONE {
@@ -325,22 +436,69 @@ impl DocLists {
                 self.hash_at[i] = (RAW, 0, 0);
                 continue;
             }
-            let buf = &mut self.hashes[si];
-            let lo = buf.len();
-            buf.extend_from_slice(&self.raw[self.raw_at[i]..self.raw_at[i + 1]]);
-            self.hash_at[i] = (si as u32, lo, buf.len());
+            let lo = done[si] + adds[si];
+            adds[si] += self.raw_at[i + 1] - self.raw_at[i];
+            self.hash_at[i] = (si as u32, lo, done[si] + adds[si]);
+            todo[si].push(i);
         }
+        for (si, b) in self.hashes.iter_mut().enumerate() {
+            if adds[si] > 0 && b.is_empty() {
+                // Zeroed pages from the allocator, faulted in by the threads that fill them.
+                *b = vec![0u64; adds[si]];
+            } else if adds[si] > 0 {
+                b.resize(done[si] + adds[si], 0);
+            }
+        }
+        let (raw, raw_at) = (&self.raw, &self.raw_at);
         self.hashes
             .par_iter_mut()
             .enumerate()
-            .filter(|(si, b)| b.len() > done[*si])
+            .filter(|(si, _)| adds[*si] > 0)
             .map(|(si, b)| {
                 let seg = &view.segments[si].seg;
-                if caching {
-                    seg.ranks_to_keys_bulk_caching(&mut b[done[si]..])
-                } else {
-                    seg.ranks_to_keys_bulk(&mut b[done[si]..])
+                let docs = &todo[si];
+                let region = &mut b[done[si]..];
+                // Cut in pieces mapped on every core when each piece alone maps through the
+                // segment's decoded keys (they are, or a piece brings the ranks that decode
+                // them, more than a sixteenth of its keys, and the key-cache budget has room
+                // for them); otherwise in one call, which reads each POSTINGS block once for
+                // all of them.
+                let keys = seg
+                    .table_meta(crate::segment::POSTINGS)
+                    .map_or(u64::MAX, |t| t.entries);
+                let cached = seg.cached_key_count().is_some();
+                let (limit, taken) = crate::segment::key_cache_usage();
+                let room = keys.saturating_mul(8) <= limit.saturating_sub(taken);
+                let piece = (region.len() / (2 * rayon::current_num_threads()).max(1))
+                    .max(MAP_PIECE_MIN)
+                    .max(if cached { 0 } else { (keys / 16 + 1) as usize });
+                let split = (cached || (caching && room)) && region.len() > piece;
+                let mut pieces: Vec<(&[usize], &mut [u64])> = Vec::new();
+                let (mut rest, mut d0, mut len) = (region, 0, 0);
+                for (k, &i) in docs.iter().enumerate() {
+                    len += raw_at[i + 1] - raw_at[i];
+                    if k + 1 == docs.len() || (split && len >= piece) {
+                        let (head, tail) = std::mem::take(&mut rest).split_at_mut(len);
+                        pieces.push((&docs[d0..=k], head));
+                        (rest, d0, len) = (tail, k + 1, 0);
+                    }
                 }
+                pieces
+                    .into_par_iter()
+                    .map(|(docs, out)| {
+                        let mut at = 0;
+                        for &i in docs {
+                            let list = &raw[raw_at[i]..raw_at[i + 1]];
+                            out[at..at + list.len()].copy_from_slice(list);
+                            at += list.len();
+                        }
+                        if caching {
+                            seg.ranks_to_keys_bulk_caching(out)
+                        } else {
+                            seg.ranks_to_keys_bulk(out)
+                        }
+                    })
+                    .collect::<Result<()>>()
             })
             .collect::<Result<()>>()
     }

@@ -18,14 +18,18 @@ pub const SAMPLE: usize = 64;
 
 /// Number of low bits for `n` values up to `max`: `floor(log2(max / n))`, 0 when `max < n`.
 pub fn low_bits(n: usize, max: u64) -> u32 {
-    if n == 0 {
+    let n = n as u64;
+    if n == 0 || max < n {
         return 0;
     }
-    let q = max / n as u64;
-    if q == 0 {
-        0
+    // Without a division (the writer sizes every block this way at every added entry): with
+    // d = bits(max) - bits(n), 2^(d-1) <= max / n < 2^(d+1), and n << d (no overflow: it has
+    // bits(max) bits) tells which side of 2^d the quotient is on.
+    let d = n.leading_zeros() - max.leading_zeros();
+    if n << d <= max {
+        d
     } else {
-        63 - q.leading_zeros()
+        d - 1
     }
 }
 
@@ -671,6 +675,75 @@ impl Iterator for EfIter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `low_bits` without the division is `floor(log2(max / n))` (0 when `max < n`).
+    #[test]
+    fn low_bits_equal_the_quotient_log() {
+        let by_div = |n: usize, max: u64| -> u32 {
+            if n == 0 {
+                return 0;
+            }
+            let q = max / n as u64;
+            if q == 0 {
+                0
+            } else {
+                63 - q.leading_zeros()
+            }
+        };
+        let mut seed = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed
+        };
+        let mut cases: Vec<(usize, u64)> = Vec::new();
+        for n in [
+            0usize,
+            1,
+            2,
+            3,
+            7,
+            8,
+            9,
+            63,
+            64,
+            65,
+            1000,
+            4096,
+            1 << 20,
+            usize::MAX,
+        ] {
+            for max in [
+                0u64,
+                1,
+                2,
+                3,
+                7,
+                8,
+                1000,
+                4095,
+                4096,
+                1 << 40,
+                u64::MAX - 1,
+                u64::MAX,
+            ] {
+                cases.push((n, max));
+                cases.push((n, max.wrapping_mul(n as u64)));
+                cases.push((n, (n as u64).wrapping_shl(max as u32 % 64)));
+                cases.push((n, (n as u64).wrapping_shl(max as u32 % 64).wrapping_sub(1)));
+            }
+        }
+        for _ in 0..200_000 {
+            let r = next();
+            let n = (next() >> (r % 64)) as usize;
+            let max = next() >> ((r >> 8) % 64);
+            cases.push((n, max));
+        }
+        for (n, max) in cases {
+            assert_eq!(low_bits(n, max), by_div(n, max), "n {n} max {max}");
+        }
+    }
 
     fn enc(v: &[u64], max: u64, s: bool) -> Vec<u8> {
         let mut out = Vec::new();

@@ -49,7 +49,7 @@ pub use u64s::{
     decode_u64s, decode_u64s_version, encode_u64s, encode_u64s_v1, U64List, U64ListIter, U64Slice,
 };
 pub use verify::{Problem, VerifyReport};
-pub use writer::{format_override, SegmentWriter, DEFAULT_WRITE_VERSION, FORMAT_ENV};
+pub use writer::{format_override, PendingSync, SegmentWriter, DEFAULT_WRITE_VERSION, FORMAT_ENV};
 
 /// First format version whose FORWARD values are ranks of POSTINGS keys (table
 /// [`POSTINGS_RANKS`]).

@@ -515,7 +515,21 @@ impl SegmentWriter {
 
     /// Writes directory and footer, fsyncs, renames `<name>.tmp` to `<name>`, fsyncs the
     /// directory, and describes what was written.
-    pub fn finish(mut self) -> Result<SegmentMeta> {
+    pub fn finish(self) -> Result<SegmentMeta> {
+        self.finish_as(false).map(|(meta, _)| meta)
+    }
+
+    /// [`SegmentWriter::finish`] that renames the file into place at once and leaves its
+    /// fsync and the directory's to a thread of their own: the caller reads the segment (from
+    /// the page cache) meanwhile, and waits for [`PendingSync::wait`] before anything names
+    /// it durably (a catalog commit). A crash before then leaves a file no manifest names,
+    /// which the next writer removes as an orphan (as it would the `.tmp`).
+    pub fn finish_deferred_sync(self) -> Result<(SegmentMeta, PendingSync)> {
+        let (meta, pending) = self.finish_as(true)?;
+        Ok((meta, pending.unwrap_or_default()))
+    }
+
+    fn finish_as(mut self, defer: bool) -> Result<(SegmentMeta, Option<PendingSync>)> {
         self.check_usable()?;
         if let Some(t) = &self.table {
             return Err(misuse(format!("finish() while table {} is open", t.id)));
@@ -550,23 +564,44 @@ impl SegmentWriter {
             .out
             .into_inner()
             .map_err(|e| Error::io(&tmp, e.into_error()))?;
-        if self.durable {
-            crate::failpoint::check("segment.sync")
-                .and_then(|()| file.sync_all())
-                .at(&tmp)?;
-        }
-        drop(file);
-        std::fs::rename(&tmp, &self.final_path).at(&self.final_path)?;
-        if self.durable {
-            sync_dir(&self.dir)?;
+        let mut pending = None;
+        if self.durable && defer {
+            std::fs::rename(&tmp, &self.final_path).at(&self.final_path)?;
+            let (path, dir) = (self.final_path.clone(), self.dir.clone());
+            let handle = std::thread::Builder::new()
+                .name("ndd-sync".into())
+                .spawn(move || {
+                    crate::failpoint::check("segment.sync")
+                        .and_then(|()| file.sync_all())
+                        .at(&path)?;
+                    drop(file);
+                    sync_dir(&dir)
+                })
+                .map_err(|e| Error::io(&self.final_path, e))?;
+            pending = Some(PendingSync {
+                handle: Some(handle),
+                path: self.final_path.clone(),
+            });
+        } else {
+            if self.durable {
+                crate::failpoint::check("segment.sync")
+                    .and_then(|()| file.sync_all())
+                    .at(&tmp)?;
+            }
+            drop(file);
+            std::fs::rename(&tmp, &self.final_path).at(&self.final_path)?;
+            if self.durable {
+                sync_dir(&self.dir)?;
+            }
         }
 
         let tables = self.done.iter().map(table_meta).collect();
-        Ok(SegmentMeta {
+        let meta = SegmentMeta {
             file_name: self.file_name,
             bytes: self.pos,
             tables,
-        })
+        };
+        Ok((meta, pending))
     }
 
     /// Writes the spooled POSTINGS key filters as table `POSTINGS_FILTER` (key = POSTINGS block
@@ -753,6 +788,36 @@ impl SegmentWriter {
             )));
         }
         Ok(())
+    }
+}
+
+/// The fsyncs of a segment finished by [`SegmentWriter::finish_deferred_sync`], running on a
+/// thread of their own (none for a temporary segment). Dropping it waits for them too.
+#[derive(Default)]
+pub struct PendingSync {
+    handle: Option<JoinHandle<Result<()>>>,
+    path: PathBuf,
+}
+
+impl PendingSync {
+    /// Waits for the segment file and its directory to be on disk: its error if they failed.
+    pub fn wait(mut self) -> Result<()> {
+        match self.handle.take().map(|h| h.join()) {
+            None => Ok(()),
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(Error::io(
+                &self.path,
+                std::io::Error::other("the segment's sync thread panicked"),
+            )),
+        }
+    }
+}
+
+impl Drop for PendingSync {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
     }
 }
 

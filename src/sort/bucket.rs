@@ -88,7 +88,7 @@ fn partition<R: Record>(buf: &[R], buckets: usize) -> (Vec<R>, Vec<usize>) {
     }
     bounds.push(at);
     debug_assert_eq!(at, buf.len());
-    let mut out: Vec<R> = super::prefault::with_capacity(buf.len());
+    let mut out: Vec<R> = super::prefault::with_capacity_par(buf.len());
     let dst = Out(out.as_mut_ptr());
     buf.par_chunks(PART_RECORDS)
         .zip(starts.into_par_iter())

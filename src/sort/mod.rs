@@ -79,6 +79,9 @@ impl Default for SortOptions {
     }
 }
 
+/// Bytes the sort buffer is faulted in ahead at first (the step then grows with it).
+const FIRST_STEP: usize = 64 << 10;
+
 /// Default memory budget: 256 MiB.
 pub const DEFAULT_MEM_BYTES: u64 = 256 << 20;
 
@@ -195,10 +198,14 @@ impl<R: Record> ExternalSorter<R> {
 
     /// Moves `ready` on by a step whose pages are faulted in at once (written front to back
     /// once per run, the buffer would otherwise trap once per 4 KiB page), at most to the
-    /// capacity.
+    /// capacity. The step grows with what the buffer holds (as much again, from 64 KiB up to
+    /// `prefault::STEP`), so a small sort (a method table's few thousand records) does not
+    /// fault in 4 MiB it never writes.
     fn ready_more(&mut self) {
         let len = self.buf.len();
-        let step = (prefault::STEP / std::mem::size_of::<R>().max(1)).max(1);
+        let size = std::mem::size_of::<R>().max(1);
+        let ahead = (len * size).clamp(FIRST_STEP, prefault::STEP);
+        let step = (ahead / size).max(1);
         // Pages below `ready` are in already (a spilled run's).
         let from = self.ready.max(len);
         let to = len.saturating_add(step).min(self.buf.capacity());

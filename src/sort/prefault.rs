@@ -30,6 +30,28 @@ pub fn with_capacity<T>(n: usize) -> Vec<T> {
     v
 }
 
+/// [`with_capacity`] with the pages faulted in on every core, a [`STEP`] at a time: for a
+/// buffer of tens of MB filled right after (the kernel zeroes each page; one core alone
+/// took 30-40 ms for the postings partition's 48 MB).
+pub fn with_capacity_par<T>(n: usize) -> Vec<T> {
+    use rayon::prelude::*;
+    let v: Vec<T> = Vec::with_capacity(n);
+    let step = (STEP / std::mem::size_of::<T>().max(1)).max(1);
+    let pieces = n.div_ceil(step);
+    if pieces <= 1 {
+        populate(&v, 0, n);
+        return v;
+    }
+    let (base, cap, sz) = (v.as_ptr() as usize, v.capacity(), std::mem::size_of::<T>());
+    (0..pieces).into_par_iter().for_each(|k| {
+        let (from, to) = (k * step, ((k + 1) * step).min(n).min(cap));
+        if let Some((first, len)) = whole_pages(base + from * sz, base + to * sz) {
+            populate_range(first, len);
+        }
+    });
+    v
+}
+
 /// Faults in the whole pages of `v`'s elements `from..to` (of its capacity, clamped) in one
 /// call. The elements' values are untouched (only pages not yet present are zero-filled).
 pub fn populate<T>(v: &Vec<T>, from: usize, to: usize) {
@@ -89,6 +111,10 @@ mod tests {
             let mut v: Vec<u64> = with_capacity(n);
             assert!(v.capacity() >= n);
             v.extend((0..n as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+            let mut p: Vec<u64> = with_capacity_par(n);
+            assert!(p.capacity() >= n);
+            p.extend((0..n as u64).map(|i| i ^ 0x5555));
+            assert!(p.iter().enumerate().all(|(i, &x)| x == i as u64 ^ 0x5555));
             // Populating written elements again leaves them as they are.
             populate(&v, 0, n);
             populate(&v, n / 3, n + 10);
