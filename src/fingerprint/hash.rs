@@ -61,6 +61,74 @@ pub fn word_shingle_hash(word_hash_bytes: &[u8]) -> u64 {
     xxh3_64_with_seed(word_hash_bytes, SEED_WORD_SHINGLE)
 }
 
+/// The first 128 bytes of XXH3's default secret (`kSecret` of the XXH3 spec), as
+/// little-endian u64s: what inputs of 17-128 bytes are mixed with.
+const XXH3_SECRET_128: [u64; 16] = {
+    const B: [u8; 128] = [
+        0xb8, 0xfe, 0x6c, 0x39, 0x23, 0xa4, 0x4b, 0xbe, 0x7c, 0x01, 0x81, 0x2c, 0xf7, 0x21, 0xad,
+        0x1c, 0xde, 0xd4, 0x6d, 0xe9, 0x83, 0x90, 0x97, 0xdb, 0x72, 0x40, 0xa4, 0xa4, 0xb7, 0xb3,
+        0x67, 0x1f, 0xcb, 0x79, 0xe6, 0x4e, 0xcc, 0xc0, 0xe5, 0x78, 0x82, 0x5a, 0xd0, 0x7d, 0xcc,
+        0xff, 0x72, 0x21, 0xb8, 0x08, 0x46, 0x74, 0xf7, 0x43, 0x24, 0x8e, 0xe0, 0x35, 0x90, 0xe6,
+        0x81, 0x3a, 0x26, 0x4c, 0x3c, 0x28, 0x52, 0xbb, 0x91, 0xc3, 0x00, 0xcb, 0x88, 0xd0, 0x65,
+        0x8b, 0x1b, 0x53, 0x2e, 0xa3, 0x71, 0x64, 0x48, 0x97, 0xa2, 0x0d, 0xf9, 0x4e, 0x38, 0x19,
+        0xef, 0x46, 0xa9, 0xde, 0xac, 0xd8, 0xa8, 0xfa, 0x76, 0x3f, 0xe3, 0x9c, 0x34, 0x3f, 0xf9,
+        0xdc, 0xbb, 0xc7, 0xc7, 0x0b, 0x4f, 0x1d, 0x8a, 0x51, 0xe0, 0x4b, 0xcd, 0xb4, 0x59, 0x31,
+        0xc8, 0x9f, 0x7e, 0xc9, 0xd9, 0x78, 0x73, 0x64,
+    ];
+    let mut w = [0u64; 16];
+    let mut i = 0;
+    while i < 16 {
+        let mut k = 0;
+        while k < 8 {
+            w[i] |= (B[8 * i + k] as u64) << (8 * k);
+            k += 1;
+        }
+        i += 1;
+    }
+    w
+};
+
+/// xxh3-64 (seed `SEED_WORD_SHINGLE`) of the little-endian bytes of `W` word hashes, for
+/// 3 <= W <= 16 (17-128 bytes): the same value as [`word_shingle_hash`] of those bytes,
+/// computed on the words where they are. XXH3 reads inputs of 17-128 bytes as 16-byte chunks
+/// at offsets 0, 16, 32, 48 from the front and from the back; with a length that is a multiple
+/// of 8, every chunk is two whole words, so no bytes are assembled. Pinned by the test
+/// `word_shingle_hash_of_words_equals_bytes` (every W, random words) and the golden values.
+#[inline(always)]
+pub fn word_shingle_hash_words<const W: usize>(w: &[u64; W]) -> u64 {
+    const PRIME64_1: u64 = 0x9E37_79B1_85EB_CA87;
+    const { assert!(W >= 3 && W <= 16) };
+    let len = 8 * W;
+    let s = &XXH3_SECRET_128;
+    let seed = SEED_WORD_SHINGLE;
+    // XXH3's mix16B of the chunk at byte `at` with the secret at byte `sec`.
+    let mix = |at: usize, sec: usize| {
+        let lo = w[at / 8] ^ s[sec / 8].wrapping_add(seed);
+        let hi = w[at / 8 + 1] ^ s[sec / 8 + 1].wrapping_sub(seed);
+        let p = u128::from(lo) * u128::from(hi);
+        (p as u64) ^ ((p >> 64) as u64)
+    };
+    let mut acc = (len as u64).wrapping_mul(PRIME64_1);
+    if len > 32 {
+        if len > 64 {
+            if len > 96 {
+                acc = acc.wrapping_add(mix(48, 96));
+                acc = acc.wrapping_add(mix(len - 64, 112));
+            }
+            acc = acc.wrapping_add(mix(32, 64));
+            acc = acc.wrapping_add(mix(len - 48, 80));
+        }
+        acc = acc.wrapping_add(mix(16, 32));
+        acc = acc.wrapping_add(mix(len - 32, 48));
+    }
+    acc = acc.wrapping_add(mix(0, 0));
+    acc = acc.wrapping_add(mix(len - 16, 16));
+    // XXH3's avalanche.
+    acc ^= acc >> 37;
+    acc = acc.wrapping_mul(0x1656_6791_9E37_79F9);
+    acc ^ (acc >> 32)
+}
+
 /// Hash of a character shingle (its UTF-8 bytes).
 #[inline]
 pub fn char_shingle_hash(utf8: &[u8]) -> u64 {
@@ -110,6 +178,46 @@ mod tests {
             GOLDEN_CHARS
         );
         assert_eq!(digest("the llvm compiler"), GOLDEN_DIGEST);
+    }
+
+    /// The word-level shingle hash is the byte-level one, for every W it takes.
+    #[test]
+    fn word_shingle_hash_of_words_equals_bytes() {
+        fn check<const W: usize>(seed: u64) {
+            for i in 0..2000u64 {
+                let mut w = [0u64; W];
+                for (k, x) in w.iter_mut().enumerate() {
+                    // Random words, and now and then extreme ones.
+                    *x = match (i + k as u64) % 97 {
+                        0 => 0,
+                        1 => u64::MAX,
+                        _ => splitmix64_nth(seed, i * 16 + k as u64),
+                    };
+                }
+                let bytes: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+                assert_eq!(
+                    word_shingle_hash_words(&w),
+                    word_shingle_hash(&bytes),
+                    "W={W}"
+                );
+            }
+        }
+        check::<3>(1);
+        check::<4>(2);
+        check::<5>(3);
+        check::<6>(4);
+        check::<7>(5);
+        check::<8>(6);
+        check::<9>(7);
+        check::<10>(8);
+        check::<11>(9);
+        check::<12>(10);
+        check::<13>(11);
+        check::<14>(12);
+        check::<15>(13);
+        check::<16>(14);
+        let five = [b"a", b"b", b"c", b"d", b"e"].map(|w| word_hash(w));
+        assert_eq!(word_shingle_hash_words(&five), GOLDEN_SHINGLE_ABCDE);
     }
 
     #[test]

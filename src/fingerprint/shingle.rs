@@ -11,19 +11,149 @@ use super::ShingleKind;
 /// hashes (8 bytes per word, in text order). A text with fewer than w words (or w == 0) has
 /// no shingles, as in the corpus truth.
 pub fn word_shingles(word_hash_bytes: &[u8], w: usize) -> Vec<u64> {
+    let mut out = Vec::new();
+    word_shingles_into(word_hash_bytes, w, &mut out);
+    out
+}
+
+/// [`word_shingles`] appended to `out` (a buffer the caller reuses).
+pub fn word_shingles_into(word_hash_bytes: &[u8], w: usize, out: &mut Vec<u64>) {
     let n_words = word_hash_bytes.len() / 8;
     if w == 0 || n_words < w {
-        return Vec::new();
+        return;
     }
     let count = n_words - w + 1;
-    let mut out = Vec::with_capacity(count);
+    out.reserve(count);
     // The window of shingle i is a plain sub-slice: no copying, no allocation per shingle.
     for i in 0..count {
         out.push(hash::word_shingle_hash(
             &word_hash_bytes[8 * i..8 * (i + w)],
         ));
     }
-    out
+}
+
+/// The word-shingle hashes of the word hashes `words` (in text order) appended to `out`: the
+/// same values as [`word_shingles_into`] of their little-endian bytes. For 3 <= w <= 16 the
+/// window's length is a compile-time constant and the hash is computed on the words
+/// ([`hash::word_shingle_hash_words`]: four 128-bit multiplies and the avalanche for w = 5,
+/// no dispatch on the length).
+pub fn word_shingles_of_words(words: &[u64], w: usize, out: &mut Vec<u64>) {
+    if w == 0 || words.len() < w {
+        return;
+    }
+    macro_rules! by_w {
+        ($($n:literal)*) => {
+            match w {
+                $($n => return fixed::<$n>(words, out),)*
+                _ => {}
+            }
+        };
+    }
+    by_w!(3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    let bytes: Vec<u8> = words.iter().flat_map(|h| h.to_le_bytes()).collect();
+    word_shingles_into(&bytes, w, out);
+}
+
+/// The shingles of `W` words.
+#[inline]
+fn fixed<const W: usize>(words: &[u64], out: &mut Vec<u64>) {
+    out.extend(words.windows(W).map(|win| {
+        let win: &[u64; W] = win.try_into().expect("windows of W words");
+        hash::word_shingle_hash_words(win)
+    }));
+}
+
+/// Buffers of [`sort_unique`], reused between calls.
+#[derive(Default)]
+pub struct SortScratch {
+    starts: Vec<u32>,
+    tmp: Vec<u64>,
+}
+
+impl SortScratch {
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        4 * self.starts.capacity() + 8 * self.tmp.capacity()
+    }
+}
+
+/// Below this many hashes `sort_unique` uses `sort_unstable`.
+const SMALL_SORT: usize = 64;
+/// Moves per value the insertion pass may make before it hands the rest to `sort_unstable`
+/// (hashes far from uniform), so it never goes quadratic.
+const MAX_MOVES_PER_VALUE: usize = 8;
+
+/// The sorted, unique values of `v` (shingle hashes, in any order, duplicates included), in a
+/// vector of their own sized to them; `v`'s contents are left unspecified.
+///
+/// Hashes are near uniform, so one counting pass on their top bits (about two per bucket) and
+/// a scatter leave every value within its small bucket; an insertion pass then finishes the
+/// order with about one comparison per value, and duplicates (always in the same bucket, next
+/// to each other once sorted) are dropped on the way out. The result is the same as
+/// `sort_unstable` + `dedup` for any input: an insertion pass that needs more than
+/// `MAX_MOVES_PER_VALUE` moves per value falls back to that (equal values never move).
+pub fn sort_unique(v: &mut [u64], sc: &mut SortScratch) -> Vec<u64> {
+    let n = v.len();
+    if n < SMALL_SORT {
+        v.sort_unstable();
+        return unique_prefix(v);
+    }
+    // 2^bits buckets with n / 2^bits in [2, 4).
+    let bits = (usize::BITS - 1 - n.leading_zeros())
+        .saturating_sub(1)
+        .min(16);
+    let shift = 64 - bits;
+    let buckets = 1usize << bits;
+    let starts = &mut sc.starts;
+    starts.clear();
+    starts.resize(buckets + 1, 0);
+    for &x in v.iter() {
+        starts[(x >> shift) as usize + 1] += 1;
+    }
+    for b in 0..buckets {
+        starts[b + 1] += starts[b];
+    }
+    let tmp = &mut sc.tmp;
+    tmp.clear();
+    tmp.resize(n, 0);
+    for &x in v.iter() {
+        let b = (x >> shift) as usize;
+        let at = starts[b];
+        tmp[at as usize] = x;
+        starts[b] = at + 1;
+    }
+    // Each value is now within its bucket (about two values) of where it belongs.
+    let mut budget = MAX_MOVES_PER_VALUE * n;
+    for i in 1..n {
+        let x = tmp[i];
+        let mut j = i;
+        while j > 0 && tmp[j - 1] > x {
+            tmp[j] = tmp[j - 1];
+            j -= 1;
+        }
+        tmp[j] = x;
+        budget = budget.saturating_sub(i - j);
+        if budget == 0 {
+            // Still a permutation of v: finish it the general way.
+            tmp.sort_unstable();
+            break;
+        }
+    }
+    unique_prefix(tmp)
+}
+
+/// The distinct values of sorted `v`, in a vector of their own (v's front is overwritten).
+fn unique_prefix(v: &mut [u64]) -> Vec<u64> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    let mut u = 1;
+    for i in 1..v.len() {
+        let x = v[i];
+        v[u] = x;
+        u += usize::from(x != v[u - 1]);
+    }
+    v[..u].to_vec()
 }
 
 /// Hashes of the n-character shingles started at every word.
@@ -139,6 +269,61 @@ mod tests {
         assert_ne!(wsh(&["a", "b"]), wsh(&["b", "a"]));
         // Word boundaries matter: "ab c" is not "a bc".
         assert_ne!(wsh(&["ab", "c"]), wsh(&["a", "bc"]));
+    }
+
+    /// `sort_unique` is `sort_unstable` + `dedup` on every kind of input: uniform hashes,
+    /// many duplicates, values in a narrow range (one bucket: the insertion pass's fallback),
+    /// extremes, sizes around the small-sort threshold and the bucket counts' steps.
+    #[test]
+    fn sort_unique_equals_sort_dedup() {
+        let mut sc = SortScratch::default();
+        let mut x = 7u64;
+        let mut next = || {
+            x = hash::mix64(x.wrapping_add(hash::GOLDEN_GAMMA));
+            x
+        };
+        let sizes = (0..200).chain([255, 256, 257, 511, 512, 513, 1000, 1024, 4095, 5000, 20_000]);
+        for n in sizes {
+            for kind in 0..6 {
+                let v: Vec<u64> = (0..n)
+                    .map(|i| {
+                        let r = next();
+                        match kind {
+                            0 => r,
+                            1 => r % 50,                // many duplicates, one bucket
+                            2 => (r >> 40) | (7 << 60), // a narrow range of the top bits
+                            3 => [0, u64::MAX, r][(r % 3) as usize], // extremes
+                            4 => r & !0xFF,             // duplicates of uniform values
+                            _ => i as u64 * 3 / 2,      // ascending, with repeats
+                        }
+                    })
+                    .collect();
+                let mut want = v.clone();
+                want.sort_unstable();
+                want.dedup();
+                let mut got_in = v.clone();
+                let got = sort_unique(&mut got_in, &mut sc);
+                assert_eq!(got, want, "n={n} kind={kind}");
+                assert_eq!(got.capacity(), got.len());
+            }
+        }
+    }
+
+    /// The word-level path (a window length known at compile time) gives the byte-level
+    /// path's values for every w, including those it leaves to the byte path.
+    #[test]
+    fn word_shingles_of_words_equal_bytes() {
+        for n in [0usize, 1, 2, 4, 5, 6, 17, 100, 333] {
+            let words: Vec<u64> = (0..n as u64)
+                .map(|i| hash::splitmix64_nth(9, i % 41))
+                .collect();
+            let bytes: Vec<u8> = words.iter().flat_map(|h| h.to_le_bytes()).collect();
+            for w in 0..=20 {
+                let mut got = Vec::new();
+                word_shingles_of_words(&words, w, &mut got);
+                assert_eq!(got, word_shingles(&bytes, w), "n={n} w={w}");
+            }
+        }
     }
 
     #[test]

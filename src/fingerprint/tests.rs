@@ -283,3 +283,59 @@ fn spec_test_vectors() {
     }
     assert_eq!(seen, 28);
 }
+
+/// `for_each_word` finds the pieces `words` finds, on every short string over an alphabet
+/// of spaces, ASCII and multi-byte letters (runs of spaces, leading and trailing spaces,
+/// pieces across the 8-byte loads), and on long random ones.
+#[test]
+fn for_each_word_equals_words() {
+    let alphabet = ["a", "b", " ", "é", "xyzuvw", "  "];
+    let mut texts = vec![String::new()];
+    for len in 1..=6 {
+        let mut next = Vec::new();
+        for t in texts.iter().filter(|t| t.split("").count() >= len) {
+            for a in alphabet {
+                next.push(format!("{t}{a}"));
+            }
+        }
+        texts.extend(next);
+    }
+    for i in 0..2000u64 {
+        let n = (hash::splitmix64_nth(1, i) % 300) as usize;
+        texts.push(
+            (0..n)
+                .map(|k| alphabet[(hash::splitmix64_nth(i, k as u64) % 6) as usize])
+                .collect(),
+        );
+    }
+    for t in &texts {
+        let mut got: Vec<&[u8]> = Vec::new();
+        for_each_word(t, |w| got.push(w));
+        assert_eq!(got, words(t).collect::<Vec<_>>(), "{t:?}");
+    }
+}
+
+/// The fingerprint with its per-thread scratch is the one computed from the reference pieces
+/// (`words`, the byte-level shingle hashes, `sort_unstable` + `dedup`), document after
+/// document on one thread (the scratch is reused), for several shingle widths.
+#[test]
+fn fingerprint_equals_reference_pieces() {
+    for i in 0..300u64 {
+        let n = (hash::splitmix64_nth(2, i) % 3000) as usize;
+        let vocab = 1 + hash::splitmix64_nth(3, i) % 900;
+        let text: Vec<String> = (0..n)
+            .map(|k| format!("w{}", hash::splitmix64_nth(i, k as u64) % vocab))
+            .collect();
+        let text = text.join(" ");
+        for w in [1u32, 2, 4, 5, 8, 17] {
+            let o = opts(&format!("words:{w}"), "all");
+            let fp = fingerprint(&text, &o);
+            let set = shingle::shingle_set(&text, ShingleKind::Words(w));
+            assert_eq!(fp.features, set, "i={i} w={w}");
+            assert_eq!(fp.shingles as usize, set.len());
+            assert_eq!(fp.words as usize, words(&text).count());
+            assert_eq!(fp.simhash, simhash::simhash(&text));
+            assert_eq!(fp.digest, hash::digest(&text));
+        }
+    }
+}
