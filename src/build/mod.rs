@@ -26,7 +26,9 @@ use crate::error::Result;
 use crate::fingerprint::manku::PermutedTables;
 use crate::fingerprint::simhash::encode_sim384;
 use crate::segment::{self, SegmentMeta, SegmentWriter, FREQUENT, FREQUENT_DF};
-use crate::sort::{DocHash, DocPair, ExternalSorter, KeyDoc, SortOptions, Spool, SpoolFile};
+use crate::sort::{
+    Buffered, DocHash, DocPair, ExternalSorter, KeyDoc, SortOptions, SortedSlices, Spool, SpoolFile,
+};
 use crate::store::SegmentEntry;
 
 /// Files of a segment that is not (yet) published: removed when dropped, unless
@@ -64,16 +66,46 @@ impl Drop for Unpublished {
 pub struct SegmentBuilder {
     w: SegmentWriter,
     files: Unpublished,
+    buf: Vec<u8>,
+    /// What the POSTINGS lists added so far leave besides their bytes.
+    lists: ListsSeen,
+}
+
+/// What a builder keeps of the POSTINGS lists besides their bytes (apart from the writer, so
+/// that [`SegmentBuilder::postings_from_sorted`] can hand the writer to a thread of its own).
+struct ListsSeen {
     /// Posting keys written to POSTINGS.
     keys: u64,
     /// Posting entries (doc ids) written to POSTINGS.
     postings: u64,
     /// `(key, df)` of the POSTINGS keys in more than `FREQUENT_DF` documents.
     frequent: Vec<(u64, u32)>,
-    buf: Vec<u8>,
     /// Format 3 (FORWARD lists are ranks of POSTINGS keys): the FORWARD table is written
     /// after POSTINGS, from its inversion. None for formats 1 and 2 (FORWARD streamed first).
     ranked: Option<RankedForward>,
+}
+
+impl ListsSeen {
+    /// Counts the posting list of `key` (added to POSTINGS as the next key): its df for
+    /// FREQUENT and, in format 3, its documents' ranks for FORWARD.
+    fn note(&mut self, key: u64, ids: &[u32]) -> Result<()> {
+        if let Some(r) = self.ranked.as_mut() {
+            let rank = u32::try_from(self.keys).map_err(|_| {
+                crate::error::Error::InvalidArgument(
+                    "a format-3 segment holds at most 2^32 POSTINGS keys".into(),
+                )
+            })?;
+            for &doc in ids {
+                r.push(DocPair { a: doc, b: rank })?;
+            }
+        }
+        if ids.len() as u32 > FREQUENT_DF {
+            self.frequent.push((key, ids.len() as u32));
+        }
+        self.keys += 1;
+        self.postings += ids.len() as u64;
+        Ok(())
+    }
 }
 
 /// What a format-3 builder keeps until POSTINGS is complete: the documents and their feature
@@ -254,11 +286,13 @@ impl SegmentBuilder {
         Ok(SegmentBuilder {
             w,
             files,
-            keys: 0,
-            postings: 0,
-            frequent: Vec::new(),
             buf: Vec::new(),
-            ranked,
+            lists: ListsSeen {
+                keys: 0,
+                postings: 0,
+                frequent: Vec::new(),
+                ranked,
+            },
         })
     }
 
@@ -267,7 +301,7 @@ impl SegmentBuilder {
     /// postings; called before the first FORWARD entry, the entries' feature counts are
     /// spooled to a run file in that folder instead of memory.
     pub fn with_sort(mut self, opts: SortOptions) -> Self {
-        if let Some(r) = self.ranked.as_mut() {
+        if let Some(r) = self.lists.ranked.as_mut() {
             if r.ndocs == 0 {
                 r.spool = Some(Spool::new(opts.tmp_dir.clone()));
             }
@@ -279,7 +313,7 @@ impl SegmentBuilder {
     /// Whether this segment's FORWARD lists are ranks of its POSTINGS keys (format 3): then
     /// FORWARD is written after POSTINGS and [`SegmentBuilder::forward_encoded`] is refused.
     pub fn ranked_forward(&self) -> bool {
-        self.ranked.is_some()
+        self.lists.ranked.is_some()
     }
 
     /// Format version being written.
@@ -290,7 +324,7 @@ impl SegmentBuilder {
     /// Adds the FORWARD entry of `doc` (ids ascend): its sorted unique features, which the
     /// postings must list `doc` under (format 3 writes the entry from them).
     pub fn forward(&mut self, doc: u32, features: &[u64]) -> Result<()> {
-        if self.ranked.is_some() {
+        if self.lists.ranked.is_some() {
             assert!(
                 features.windows(2).all(|w| w[0] < w[1]),
                 "feature hashes must be strictly increasing"
@@ -305,7 +339,7 @@ impl SegmentBuilder {
     /// Format 3: announces the FORWARD entry of `doc` (ids ascend) with `count` features; its
     /// ranks come from the postings, which must list `doc` under exactly `count` keys.
     pub fn forward_count(&mut self, doc: u32, count: usize) -> Result<()> {
-        let Some(r) = self.ranked.as_mut() else {
+        let Some(r) = self.lists.ranked.as_mut() else {
             return Err(crate::error::Error::InvalidArgument(
                 "forward_count on a segment of format < 3".into(),
             ));
@@ -336,7 +370,7 @@ impl SegmentBuilder {
     /// Adds a FORWARD value already encoded (`encode_u64s`; compaction copies them between
     /// segments of format 1 or 2). Refused in format 3, where values are this segment's ranks.
     pub fn forward_encoded(&mut self, doc: u64, value: &[u8]) -> Result<()> {
-        if self.ranked.is_some() {
+        if self.lists.ranked.is_some() {
             return Err(crate::error::Error::InvalidArgument(
                 "forward_encoded: format-3 FORWARD values are ranks of this segment".into(),
             ));
@@ -346,7 +380,7 @@ impl SegmentBuilder {
 
     /// Closes FORWARD (formats 1, 2) and opens POSTINGS.
     pub fn begin_postings(&mut self) -> Result<()> {
-        match self.ranked.as_mut() {
+        match self.lists.ranked.as_mut() {
             None => self.w.end_table()?,
             Some(r) => {
                 // The ranks placed directly (4 bytes each) when the sorted path would keep
@@ -376,22 +410,7 @@ impl SegmentBuilder {
         self.buf.clear();
         segment::encode_postings(ids, &mut self.buf);
         self.w.add(key, &self.buf)?;
-        if let Some(r) = self.ranked.as_mut() {
-            let rank = u32::try_from(self.keys).map_err(|_| {
-                crate::error::Error::InvalidArgument(
-                    "a format-3 segment holds at most 2^32 POSTINGS keys".into(),
-                )
-            })?;
-            for &doc in ids {
-                r.push(DocPair { a: doc, b: rank })?;
-            }
-        }
-        if ids.len() as u32 > FREQUENT_DF {
-            self.frequent.push((key, ids.len() as u32));
-        }
-        self.keys += 1;
-        self.postings += ids.len() as u64;
-        Ok(())
+        self.lists.note(key, ids)
     }
 
     /// Closes POSTINGS and writes FREQUENT: the keys in more than `FREQUENT_DF` documents,
@@ -399,7 +418,7 @@ impl SegmentBuilder {
     pub fn end_postings(&mut self) -> Result<()> {
         self.w.end_table()?;
         self.w.begin_table(FREQUENT)?;
-        for (k, df) in std::mem::take(&mut self.frequent) {
+        for (k, df) in std::mem::take(&mut self.lists.frequent) {
             self.w.add(k, &df.to_le_bytes())?;
         }
         self.w.end_table()?;
@@ -408,7 +427,7 @@ impl SegmentBuilder {
 
     /// Format 3, once: the FORWARD table (see [`SegmentBuilder::ranked_forward_table`]).
     fn write_ranked_forward(&mut self) -> Result<()> {
-        let Some(r) = self.ranked.as_mut().filter(|r| !r.written) else {
+        let Some(r) = self.lists.ranked.as_mut().filter(|r| !r.written) else {
             return Ok(());
         };
         r.written = true;
@@ -578,33 +597,102 @@ impl SegmentBuilder {
     }
 
     /// [`SegmentBuilder::postings_from_sorted`] from a sorter's records, streamed while the
-    /// sorter still sorts ([`ExternalSorter::finish_streamed`]).
+    /// sorter still sorts ([`ExternalSorter::finish_sliced`]).
     pub fn postings_from_sorter(&mut self, sorter: ExternalSorter<KeyDoc>) -> Result<()> {
-        sorter.finish_streamed(|sorted| self.postings_from_sorted(sorted))
+        sorter.finish_sliced(|sorted| self.postings_from_slices(sorted))
     }
 
     /// POSTINGS and FREQUENT from the `(feature, doc)` records sorted by feature, then doc.
+    ///
+    /// This thread groups the records into lists, encodes them and places their ranks
+    /// (format 3); once a first chunk of [`CHUNK_LISTS`] lists is ready, the blocks (their
+    /// key filters, Elias-Fano keys, CRCs and writes) are built by a thread of its own, fed
+    /// chunks of encoded lists over a channel [`CHUNKS_AHEAD`] deep. The writer gets the same
+    /// `add` calls in the same order as [`SegmentBuilder::posting_list`] makes: the same bytes.
     pub fn postings_from_sorted(
         &mut self,
         sorted: impl IntoIterator<Item = Result<KeyDoc>>,
     ) -> Result<()> {
+        self.postings_from_slices(&mut Buffered::new(sorted.into_iter()))
+    }
+
+    /// [`SegmentBuilder::postings_from_sorted`] from the records a slice at a time.
+    fn postings_from_slices(&mut self, sorted: &mut dyn SortedSlices<KeyDoc>) -> Result<()> {
         self.begin_postings()?;
-        let mut ids: Vec<u32> = Vec::new();
-        let mut cur: Option<u64> = None;
-        for rec in sorted {
-            let rec = rec?;
-            if cur != Some(rec.key) {
-                if let Some(k) = cur {
-                    self.posting_list(k, &ids)?;
-                    ids.clear();
+        let Self { w, lists, .. } = self;
+        std::thread::scope(|s| -> Result<()> {
+            let mut chunk = EncodedLists::default();
+            let mut blocks: Option<BlockThread<'_>> = None;
+            let mut w = Some(w);
+            let mut ids: Vec<u32> = Vec::new();
+            let mut cur: Option<u64> = None;
+            // Adds the list of `key` to the chunk; hands a full chunk to the block thread
+            // (started by the first one).
+            let mut list = |key: u64, ids: &[u32]| -> Result<bool> {
+                segment::encode_postings(ids, &mut chunk.bytes);
+                chunk.keys.push(key);
+                chunk.ends.push(chunk.bytes.len());
+                lists.note(key, ids)?;
+                if chunk.keys.len() < CHUNK_LISTS {
+                    return Ok(true);
                 }
-                cur = Some(rec.key);
+                if blocks.is_none() {
+                    match w.take() {
+                        Some(w) => blocks = Some(BlockThread::start(s, w)),
+                        None => return Ok(false),
+                    }
+                }
+                let spare = blocks.as_mut().map(|b| b.spare()).unwrap_or_default();
+                let full = std::mem::replace(&mut chunk, spare);
+                Ok(blocks.as_mut().is_some_and(|b| b.send(full)))
+            };
+            let mut fed = Ok(());
+            'records: loop {
+                let slice = match sorted.next_slice() {
+                    Ok(Some(slice)) => slice,
+                    Ok(None) => break,
+                    Err(e) => {
+                        fed = Err(e);
+                        break;
+                    }
+                };
+                for rec in slice {
+                    if cur != Some(rec.key) {
+                        if let Some(k) = cur {
+                            match list(k, &ids) {
+                                Ok(true) => {}
+                                Ok(false) => break 'records, // the block thread failed: below
+                                Err(e) => {
+                                    fed = Err(e);
+                                    break 'records;
+                                }
+                            }
+                            ids.clear();
+                        }
+                        cur = Some(rec.key);
+                    }
+                    ids.push(rec.doc);
+                }
             }
-            ids.push(rec.doc);
-        }
-        if let Some(k) = cur {
-            self.posting_list(k, &ids)?;
-        }
+            if fed.is_ok() {
+                if let Some(k) = cur.filter(|_| !ids.is_empty()) {
+                    fed = list(k, &ids).map(|_| ());
+                }
+            }
+            // The last chunk, then the thread's result (its error comes first: it stopped
+            // taking chunks because of it).
+            let written = match blocks {
+                Some(b) => {
+                    let last = fed.is_ok().then_some(chunk);
+                    b.finish(last)
+                }
+                None => match (&fed, w) {
+                    (Ok(()), Some(w)) => chunk.add_to(w),
+                    _ => Ok(()),
+                },
+            };
+            written.and(fed)
+        })?;
         self.end_postings()
     }
 
@@ -704,8 +792,8 @@ impl SegmentBuilder {
         let meta = self.w.finish()?;
         Ok(BuiltSegment {
             meta,
-            keys: self.keys,
-            postings: self.postings,
+            keys: self.lists.keys,
+            postings: self.lists.postings,
             files: self.files,
         })
     }
@@ -717,8 +805,8 @@ impl SegmentBuilder {
         let (meta, synced) = self.w.finish_deferred_sync()?;
         let built = BuiltSegment {
             meta,
-            keys: self.keys,
-            postings: self.postings,
+            keys: self.lists.keys,
+            postings: self.lists.postings,
             files: self.files,
         };
         Ok((built, synced))
@@ -752,6 +840,90 @@ fn add_encoded(
         lo = hi;
     }
     Ok(())
+}
+
+/// Posting lists a [`BlockThread`] gets at a time (tests: small, so that their few hundred
+/// lists make several chunks), and chunks that may wait for it: ~1 MiB of lists in all.
+#[cfg(not(test))]
+const CHUNK_LISTS: usize = 4096;
+#[cfg(test)]
+const CHUNK_LISTS: usize = 16;
+const CHUNKS_AHEAD: usize = 4;
+
+/// Encoded posting lists in key order: list `k` is `bytes[ends[k - 1]..ends[k]]` (from 0
+/// for the first), under key `keys[k]`.
+#[derive(Default)]
+struct EncodedLists {
+    keys: Vec<u64>,
+    ends: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+impl EncodedLists {
+    fn add_to(&self, w: &mut SegmentWriter) -> Result<()> {
+        let mut lo = 0;
+        for (&key, &hi) in self.keys.iter().zip(&self.ends) {
+            w.add(key, &self.bytes[lo..hi])?;
+            lo = hi;
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.keys.clear();
+        self.ends.clear();
+        self.bytes.clear();
+    }
+}
+
+/// The thread that adds chunks of encoded posting lists to the segment writer (builds and
+/// writes the blocks) while [`SegmentBuilder::postings_from_sorted`] encodes the next ones.
+struct BlockThread<'s> {
+    tx: std::sync::mpsc::SyncSender<EncodedLists>,
+    back: std::sync::mpsc::Receiver<EncodedLists>,
+    handle: std::thread::ScopedJoinHandle<'s, Result<()>>,
+}
+
+impl<'s> BlockThread<'s> {
+    fn start<'e>(s: &'s std::thread::Scope<'s, 'e>, w: &'s mut SegmentWriter) -> Self
+    where
+        'e: 's,
+    {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<EncodedLists>(CHUNKS_AHEAD);
+        let (back_tx, back) = std::sync::mpsc::channel();
+        let handle = s.spawn(move || -> Result<()> {
+            for mut chunk in rx {
+                chunk.add_to(w)?;
+                chunk.clear();
+                let _ = back_tx.send(chunk); // the encoder may be gone: nothing to reuse
+            }
+            Ok(())
+        });
+        BlockThread { tx, back, handle }
+    }
+
+    /// An emptied chunk to fill (its allocations reused), or a new one.
+    fn spare(&mut self) -> EncodedLists {
+        self.back.try_recv().unwrap_or_default()
+    }
+
+    /// Queues a chunk (waits while `CHUNKS_AHEAD` wait); false when the thread has ended
+    /// (an error, which [`BlockThread::finish`] returns).
+    fn send(&mut self, chunk: EncodedLists) -> bool {
+        self.tx.send(chunk).is_ok()
+    }
+
+    /// Queues `last` (if any), ends the input and returns the thread's result.
+    fn finish(self, last: Option<EncodedLists>) -> Result<()> {
+        if let Some(c) = last.filter(|c| !c.keys.is_empty()) {
+            let _ = self.tx.send(c); // if it ended, its error is what join returns
+        }
+        drop(self.tx);
+        match self.handle.join() {
+            Ok(r) => r,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    }
 }
 
 /// A finished segment nobody has published yet: removed when dropped, unless
@@ -863,6 +1035,104 @@ mod tests {
         // Ranks placed directly (the 1 MiB budget) and sorted through runs: the same bytes.
         let mem = std::fs::read(dir.path().join("mem")).unwrap();
         assert_eq!(mem, std::fs::read(dir.path().join("spill")).unwrap());
+    }
+
+    /// The posting lists' blocks built on a thread of their own (`postings_from_sorted`, in
+    /// chunks of `CHUNK_LISTS` lists) give the bytes of `posting_list` on one thread, in
+    /// formats 2 and 3, for fewer lists than a chunk (no thread), exactly one chunk, and many;
+    /// the stream's error and the writer's error both come back.
+    #[test]
+    fn postings_in_chunks_equal_lists_added_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (docs, pairs) = corpus();
+        let keys: Vec<u64> = pairs
+            .iter()
+            .map(|p| p.key)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert!(keys.len() > 10 * CHUNK_LISTS, "{} keys", keys.len());
+        for version in [2, 3] {
+            for nkeys in [CHUNK_LISTS - 1, CHUNK_LISTS, 2 * CHUNK_LISTS, keys.len()] {
+                let last = keys[nkeys - 1];
+                let part: Vec<KeyDoc> = pairs.iter().copied().filter(|p| p.key <= last).collect();
+                let fwd: Vec<(u32, Vec<u64>)> = docs
+                    .iter()
+                    .map(|(d, f)| (*d, f.iter().copied().filter(|&k| k <= last).collect()))
+                    .collect();
+                let mut bytes = Vec::new();
+                for way in ["chunks", "lists"] {
+                    let name = format!("v{version}-{nkeys}-{way}");
+                    let mut b = SegmentBuilder::create_version(dir.path(), &name, version).unwrap();
+                    for (d, f) in &fwd {
+                        b.forward(*d, f).unwrap();
+                    }
+                    if way == "chunks" {
+                        b.postings_from_sorted(part.iter().map(|p| Ok(*p))).unwrap();
+                    } else {
+                        b.begin_postings().unwrap();
+                        let mut i = 0;
+                        while i < part.len() {
+                            let key = part[i].key;
+                            let ids: Vec<u32> = part[i..]
+                                .iter()
+                                .take_while(|p| p.key == key)
+                                .map(|p| p.doc)
+                                .collect();
+                            i += ids.len();
+                            b.posting_list(key, &ids).unwrap();
+                        }
+                        b.end_postings().unwrap();
+                    }
+                    let built = b.finish().unwrap();
+                    assert_eq!(built.keys, nkeys as u64);
+                    assert_eq!(built.postings, part.len() as u64);
+                    built.keep();
+                    bytes.push(std::fs::read(dir.path().join(&name)).unwrap());
+                }
+                assert_eq!(bytes[0], bytes[1], "format {version}, {nkeys} keys");
+                let seg =
+                    Segment::open(dir.path().join(format!("v{version}-{nkeys}-chunks"))).unwrap();
+                assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
+            }
+        }
+        // An error in the stream after several chunks, and keys out of order (the writer's
+        // error, on the block thread), both fail the call.
+        for version in [2, 3] {
+            let mut b =
+                SegmentBuilder::create_version(dir.path(), &format!("e-{version}"), version)
+                    .unwrap();
+            for (d, f) in &docs {
+                b.forward(*d, f).unwrap();
+            }
+            let bad = pairs
+                .iter()
+                .take(pairs.len() / 2)
+                .map(|p| Ok(*p))
+                .chain(std::iter::once(Err(crate::error::Error::InvalidArgument(
+                    "stream".into(),
+                ))));
+            let e = b.postings_from_sorted(bad).unwrap_err();
+            assert!(e.to_string().contains("stream"), "{e}");
+            let mut b =
+                SegmentBuilder::create_version(dir.path(), &format!("o-{version}"), version)
+                    .unwrap();
+            for (d, f) in &docs {
+                b.forward(*d, f).unwrap();
+            }
+            let mut back: Vec<KeyDoc> = pairs.clone();
+            let n = back.len();
+            back[n / 2..]
+                .iter_mut()
+                .for_each(|p| p.key = p.key.wrapping_sub(u64::MAX / 2));
+            let e = b
+                .postings_from_sorted(back.iter().map(|p| Ok(*p)))
+                .unwrap_err();
+            assert!(
+                e.to_string().contains("not greater than the previous key"),
+                "{e}"
+            );
+        }
     }
 
     /// The direct placement of ranks, on sparse (binary-searched) and consecutive doc ids,

@@ -9,7 +9,7 @@
 //! function of its radix key, which is monotone in `Ord`, so every record of a bucket sorts
 //! before every record of the next one.
 
-use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::{sync_channel, Receiver};
 
 use rayon::prelude::*;
 
@@ -192,6 +192,26 @@ pub(super) fn sort_streamed<R: Record, T>(
     buf: Vec<R>,
     consume: impl FnOnce(&mut dyn Iterator<Item = Result<R>>) -> Result<T>,
 ) -> Result<T> {
+    sorted_pieces(buf, |rx| {
+        let mut stream = rx.into_iter().flat_map(|p| p.iter().map(|r| Ok(*r)));
+        consume(&mut stream)
+    })
+}
+
+/// [`sort_streamed`] handing `consume` each sorted bucket as a slice.
+pub(super) fn sort_sliced<R: Record, T>(
+    buf: Vec<R>,
+    consume: impl FnOnce(&mut dyn super::SortedSlices<R>) -> Result<T>,
+) -> Result<T> {
+    sorted_pieces(buf, |rx| consume(&mut Pieces { rx }))
+}
+
+/// Partitions `buf` into buckets and sorts them in order on a thread of their own, while
+/// `consume` receives the sorted ones.
+fn sorted_pieces<R: Record, T>(
+    buf: Vec<R>,
+    consume: impl FnOnce(Receiver<&mut [R]>) -> Result<T>,
+) -> Result<T> {
     let buckets = (buf.len() / BUCKET_RECORDS).next_power_of_two().max(2);
     let (mut parted, bounds) = partition(&buf, buckets);
     drop(buf);
@@ -213,9 +233,24 @@ pub(super) fn sort_streamed<R: Record, T>(
                 }
             }
         });
-        let mut stream = rx.into_iter().flat_map(|p| p.iter().map(|r| Ok(*r)));
-        consume(&mut stream)
+        consume(rx)
     })
+}
+
+/// The sorted buckets as they arrive, empty ones skipped.
+struct Pieces<'a, R> {
+    rx: Receiver<&'a mut [R]>,
+}
+
+impl<R> super::SortedSlices<R> for Pieces<'_, R> {
+    fn next_slice(&mut self) -> Result<Option<&[R]>> {
+        for p in self.rx.iter() {
+            if !p.is_empty() {
+                return Ok(Some(p));
+            }
+        }
+        Ok(None)
+    }
 }
 
 #[cfg(test)]
@@ -233,8 +268,18 @@ mod tests {
     fn check<R: Record + std::fmt::Debug>(recs: Vec<R>) {
         let mut want = recs.clone();
         want.sort_unstable();
-        let got: Vec<R> = sort_streamed(recs, |it| it.collect::<Result<Vec<R>>>()).unwrap();
+        let got: Vec<R> = sort_streamed(recs.clone(), |it| it.collect::<Result<Vec<R>>>()).unwrap();
         assert_eq!(got, want);
+        let sliced: Vec<R> = sort_sliced(recs, |s| {
+            let mut all = Vec::new();
+            while let Some(p) = s.next_slice()? {
+                assert!(!p.is_empty());
+                all.extend_from_slice(p);
+            }
+            Ok(all)
+        })
+        .unwrap();
+        assert_eq!(sliced, want);
     }
 
     /// Uniform keys, skewed keys, a narrow key range, equal keys with several docs, one key:

@@ -246,6 +246,17 @@ impl<R: Record> ExternalSorter<R> {
         Ok(())
     }
 
+    /// Whether `finish_streamed` / `finish_sliced` sort in buckets on a thread of their own:
+    /// nothing spilled, the records have a radix key (and no dedup), and the partition's copy
+    /// of the records fits the budget too.
+    fn bucket_sorted(&self) -> bool {
+        R::RADIX
+            && self.runs.is_empty()
+            && !self.opts.dedup
+            && self.buf.len() >= bucket::MIN_RECORDS
+            && self.buf.len() <= self.capacity / 2
+    }
+
     /// Ends input and hands `consume` the records in order; returns what it returns. When
     /// nothing spilled, the records have a radix key (and no dedup) and a copy of them fits
     /// the budget, the buffer is partitioned by that key into a copy and its buckets are sorted on a thread of their own while
@@ -255,17 +266,25 @@ impl<R: Record> ExternalSorter<R> {
         mut self,
         consume: impl FnOnce(&mut dyn Iterator<Item = Result<R>>) -> Result<T>,
     ) -> Result<T> {
-        // The partition copies the records once: only while the copy fits the budget too.
-        if R::RADIX
-            && self.runs.is_empty()
-            && !self.opts.dedup
-            && self.buf.len() >= bucket::MIN_RECORDS
-            && self.buf.len() <= self.capacity / 2
-        {
+        if self.bucket_sorted() {
             let buf = std::mem::take(&mut self.buf);
             return bucket::sort_streamed(buf, consume);
         }
         consume(&mut self.finish()?)
+    }
+
+    /// [`ExternalSorter::finish_streamed`] a slice of records at a time: the bucket path hands
+    /// `consume` each sorted bucket as it is, the other paths copy [`SLICE_RECORDS`] records
+    /// at a time from the stream. The same records in the same order.
+    pub fn finish_sliced<T>(
+        mut self,
+        consume: impl FnOnce(&mut dyn SortedSlices<R>) -> Result<T>,
+    ) -> Result<T> {
+        if self.bucket_sorted() {
+            let buf = std::mem::take(&mut self.buf);
+            return bucket::sort_sliced(buf, consume);
+        }
+        consume(&mut Buffered::new(self.finish()?))
     }
 
     /// Ends input and returns the records in order. Runs beyond the fan-in are merged first;
@@ -291,6 +310,43 @@ impl<R: Record> ExternalSorter<R> {
         )?;
         let tail = std::mem::take(&mut self.buf);
         SortedStream::merge(runs, tail, self.opts.dedup, self.stats)
+    }
+}
+
+/// Sorted records, a slice at a time ([`ExternalSorter::finish_sliced`]).
+pub trait SortedSlices<R> {
+    /// The next records in order (not empty), or None at the end.
+    fn next_slice(&mut self) -> Result<Option<&[R]>>;
+}
+
+/// Records a [`Buffered`] copies from its stream per slice.
+pub const SLICE_RECORDS: usize = 4096;
+
+/// [`SortedSlices`] over a stream of records: copies up to [`SLICE_RECORDS`] at a time.
+pub struct Buffered<I, R> {
+    it: I,
+    buf: Vec<R>,
+}
+
+impl<I, R> Buffered<I, R> {
+    pub fn new(it: I) -> Self {
+        Buffered {
+            it,
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl<R: Copy, I: Iterator<Item = Result<R>>> SortedSlices<R> for Buffered<I, R> {
+    fn next_slice(&mut self) -> Result<Option<&[R]>> {
+        self.buf.clear();
+        for r in self.it.by_ref() {
+            self.buf.push(r?);
+            if self.buf.len() == SLICE_RECORDS {
+                break;
+            }
+        }
+        Ok((!self.buf.is_empty()).then_some(&self.buf[..]))
     }
 }
 

@@ -434,3 +434,37 @@ proptest! {
         prop_assert!(dir_is_empty(tmp.path()));
     }
 }
+
+/// `finish_sliced` gives `finish`'s records in order, in buckets (in memory, no dedup) or
+/// copied from the stream (spilled runs, dedup, few records), never an empty slice.
+#[test]
+fn sliced_finish_equals_the_sorted_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = random_keydocs(3 * bucket::MIN_RECORDS, 50_000, 11);
+    for (mem_records, dedup, n) in [
+        (1u64 << 20, false, input.len()), // buckets
+        (1 << 20, false, 1000),           // too few for buckets
+        (1 << 20, true, input.len()),     // dedup
+        (10_000, false, input.len()),     // spilled runs
+    ] {
+        let mut s = ExternalSorter::<KeyDoc>::new(opts(dir.path(), mem_records, 8, dedup)).unwrap();
+        s.extend(input[..n].iter().copied()).unwrap();
+        let (got, slices) = s
+            .finish_sliced(|sl| {
+                let (mut all, mut count) = (Vec::new(), 0);
+                while let Some(p) = sl.next_slice()? {
+                    assert!(!p.is_empty() && p.len() <= input.len());
+                    all.extend_from_slice(p);
+                    count += 1;
+                }
+                Ok((all, count))
+            })
+            .unwrap();
+        assert_eq!(
+            got,
+            expected(&input[..n], dedup),
+            "{mem_records} {dedup} {n}"
+        );
+        assert!(slices >= 1);
+    }
+}
