@@ -1032,6 +1032,27 @@ mod tests {
             assert_eq!(seg.table_meta(segment::FORWARD).unwrap().entries, 300);
             assert!(!seg.forward_into(1, &mut out).unwrap());
         }
+        // Keys decoded up front (in groups of KEY_CACHE_GROUP blocks on every core, small
+        // blocks here): the same features.
+        let w = SegmentWriter::create_version(dir.path(), "small", 512, 3).unwrap();
+        let mut b = SegmentBuilder::over(w, dir.path(), "small").unwrap();
+        for (d, f) in &docs {
+            b.forward(*d, f).unwrap();
+        }
+        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p))).unwrap();
+        b.finish().unwrap().keep();
+        let seg = Segment::open(dir.path().join("small")).unwrap();
+        let blocks = seg.table_meta(segment::POSTINGS).unwrap().blocks;
+        assert!(blocks >= 3, "{blocks} POSTINGS blocks");
+        assert!(seg.decode_keys());
+        let keys = seg.table_meta(segment::POSTINGS).unwrap().entries as usize;
+        assert_eq!(seg.cached_key_count(), Some(keys));
+        let mut out = Vec::new();
+        for (d, f) in &docs {
+            assert!(seg.forward_into(*d as u64, &mut out).unwrap());
+            assert_eq!(&out, f, "decoded up front: doc {d}");
+        }
+        drop(seg);
         // Ranks placed directly (the 1 MiB budget) and sorted through runs: the same bytes.
         let mem = std::fs::read(dir.path().join("mem")).unwrap();
         assert_eq!(mem, std::fs::read(dir.path().join("spill")).unwrap());

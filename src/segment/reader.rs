@@ -150,6 +150,13 @@ pub const KEY_CACHE_ENV: &str = "NDD_KEY_CACHE";
 /// Default of [`KEY_CACHE_ENV`]: 256 MiB, the keys of about 32 M POSTINGS entries.
 pub const DEFAULT_KEY_CACHE_BYTES: u64 = 256 << 20;
 
+/// POSTINGS blocks a core decodes at a time into the key cache ([`Segment::load_key_cache`]).
+/// (Tests: 2, so that their segments of a few blocks make several groups.)
+#[cfg(not(test))]
+const KEY_CACHE_GROUP: usize = 32;
+#[cfg(test)]
+const KEY_CACHE_GROUP: usize = 2;
+
 /// The key-cache budget set by [`KEY_CACHE_ENV`], if it is set to a number.
 fn key_cache_env() -> Option<u64> {
     static ENV: OnceLock<Option<u64>> = OnceLock::new();
@@ -1527,6 +1534,24 @@ impl Segment {
         Ok(())
     }
 
+    /// Format 3: decodes the POSTINGS keys into memory now, as the first mapping of more than
+    /// a sixteenth of them would ([`Segment::ranks_to_keys_bulk_caching`]), if the key-cache
+    /// budget has room; for a reader about to map that many ranks on several threads (the
+    /// decode runs on every core; inside a mapping the other threads would wait for it).
+    /// Whether the keys are in memory.
+    pub fn decode_keys(&self) -> bool {
+        if !self.ranked_forward() {
+            return false;
+        }
+        let Ok(Some(starts)) = self.rank_starts() else {
+            return false;
+        };
+        let total = starts[starts.len() - 1];
+        self.key_cache
+            .get_or_init(|| self.load_key_cache(starts, total))
+            .is_some()
+    }
+
     /// Format 3: how many POSTINGS keys this segment holds decoded in memory (None: the ranks
     /// are still mapped one select at a time). For tests and benchmarks.
     pub fn cached_key_count(&self) -> Option<usize> {
@@ -1549,21 +1574,46 @@ impl Segment {
         c.as_ref().map(|c| &c.keys[..])
     }
 
-    /// One sequential pass over the POSTINGS blocks (each checked as on any first use),
-    /// decoding their keys; None without budget, or if a block is damaged or holds another
-    /// number of keys than the rank table says (the per-rank path reports those).
+    /// One pass over the POSTINGS blocks (each checked as on any first use), decoding their
+    /// keys: groups of [`KEY_CACHE_GROUP`] blocks on every core, each into its own part of the
+    /// keys (the rank table gives every block's count, so every part's place). None without
+    /// budget, or if a block is damaged or holds another number of keys than the rank table
+    /// says (the per-rank path reports those).
     fn load_key_cache(&self, starts: &[u64], total: u64) -> Option<KeyCache> {
+        use rayon::prelude::*;
         let t = self.table(super::POSTINGS)?;
-        if !take_key_cache_budget(total * 8) {
+        let blocks = t.blocks.len();
+        if starts.len() != blocks + 1 || !take_key_cache_budget(total * 8) {
             return None;
         }
-        let mut keys = Vec::with_capacity(total as usize);
-        let ok = (0..t.blocks.len()).all(|bi| {
-            let before = keys.len() as u64;
-            self.block(t, bi)
-                .is_ok_and(|view| view.append_keys(&mut keys))
-                && keys.len() as u64 - before == starts[bi + 1] - starts[bi]
-        });
+        let mut keys = vec![0u64; total as usize];
+        let mut parts: Vec<(usize, &mut [u64])> = Vec::with_capacity(blocks / KEY_CACHE_GROUP + 1);
+        let mut rest = &mut keys[..];
+        for g in (0..blocks).step_by(KEY_CACHE_GROUP) {
+            let hi = (g + KEY_CACHE_GROUP).min(blocks);
+            let n = starts[hi].saturating_sub(starts[g]) as usize;
+            if n > rest.len() {
+                give_key_cache_budget(total * 8);
+                return None;
+            }
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(n);
+            parts.push((g, part));
+            rest = tail;
+        }
+        let ok = rest.is_empty()
+            && parts.into_par_iter().all(|(g, part)| {
+                let mut got = Vec::with_capacity(part.len());
+                let whole = (g..(g + KEY_CACHE_GROUP).min(blocks)).all(|bi| {
+                    let before = got.len() as u64;
+                    self.block(t, bi)
+                        .is_ok_and(|view| view.append_keys(&mut got))
+                        && got.len() as u64 - before == starts[bi + 1] - starts[bi]
+                });
+                whole && got.len() == part.len() && {
+                    part.copy_from_slice(&got);
+                    true
+                }
+            });
         if !ok {
             give_key_cache_budget(total * 8);
             return None;
