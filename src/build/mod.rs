@@ -1039,7 +1039,8 @@ mod tests {
         for (d, f) in &docs {
             b.forward(*d, f).unwrap();
         }
-        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p))).unwrap();
+        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+            .unwrap();
         b.finish().unwrap().keep();
         let seg = Segment::open(dir.path().join("small")).unwrap();
         let blocks = seg.table_meta(segment::POSTINGS).unwrap().blocks;
