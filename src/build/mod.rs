@@ -633,7 +633,7 @@ impl SegmentBuilder {
                 chunk.keys.push(key);
                 chunk.ends.push(chunk.bytes.len());
                 lists.note(key, ids)?;
-                if chunk.keys.len() < CHUNK_LISTS {
+                if chunk.keys.len() < CHUNK_LISTS && chunk.bytes.len() < CHUNK_BYTES {
                     return Ok(true);
                 }
                 if blocks.is_none() {
@@ -848,6 +848,10 @@ fn add_encoded(
 const CHUNK_LISTS: usize = 4096;
 #[cfg(test)]
 const CHUNK_LISTS: usize = 16;
+/// A chunk is also handed over once its encoded lists reach this many bytes, so that lists
+/// of frequent keys (boilerplate in every document) keep the chunks in flight within
+/// `(CHUNKS_AHEAD + 2) * CHUNK_BYTES` plus one list, whatever the batch.
+const CHUNK_BYTES: usize = 256 << 10;
 const CHUNKS_AHEAD: usize = 4;
 
 /// Encoded posting lists in key order: list `k` is `bytes[ends[k - 1]..ends[k]]` (from 0
