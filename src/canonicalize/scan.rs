@@ -256,18 +256,24 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
             return Some(Ok(i + 1));
         }
     };
-    // Tag name state: to whitespace, `/` or `>`.
-    let mut j = start;
-    let mut upper = 0;
-    loop {
-        let c = CLASS[*html.get(j)? as usize];
-        if c & (WS | SLASH | GT) != 0 {
-            break;
+    // Tag name state: to whitespace, `/` or `>`. Names shorter than 8 bytes (most) are found,
+    // lowered and packed from one 8-byte load (`short_name`); others by the byte loop.
+    let (j, upper, key) = match short_name(html, start) {
+        Some(found) => found,
+        None => {
+            let mut j = start;
+            let mut upper = 0;
+            loop {
+                let c = CLASS[*html.get(j)? as usize];
+                if c & (WS | SLASH | GT) != 0 {
+                    break;
+                }
+                upper |= c;
+                j += 1;
+            }
+            (j, upper & UPPER != 0, 0)
         }
-        upper |= c;
-        j += 1;
-    }
-    let upper = upper & UPPER != 0;
+    };
     let raw = &html[start..j];
     // (Lowering the name into `glue.name` is harmless when html5gum takes over: it starts
     // the tag over and clears the name.)
@@ -278,7 +284,12 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
     } else {
         raw
     };
-    let tag = Tag::from_name(name);
+    let tag = if key != 0 {
+        debug_assert_eq!(Tag::from_key(key), Tag::from_name(name));
+        Tag::from_key(key)
+    } else {
+        Tag::from_name(name)
+    };
     // Attributes that change tree construction: html5gum's glue reads them.
     if !is_end && matches!(tag, Tag::Input | Tag::Font | Tag::AnnotationXml) {
         return None;
@@ -316,6 +327,47 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
             Some(Err((end, state)))
         }
     }
+}
+
+/// The tag name starting at `html[start]` (a letter) when it ends within the 8 bytes from
+/// `start` at one of the tag name state's ends (whitespace, `/`, `>`): returns the position of
+/// that end, whether the name may have an upper-case ASCII letter (a byte without bit 5:
+/// `A-Z`, but also `@[\]^_` and some non-ASCII bytes), and a key for `Tag::from_key`: the
+/// name's bytes with bit 5 set. That key is `tags::pack` of the lowered name when the name is
+/// ASCII letters, digits and `-` (every known tag name), and for any other name it is no known
+/// name's pack (it holds a byte that is none of those), so the lookup gives
+/// `Tag::from_name(lowered)` for every name. None (the caller's byte loop decides) when fewer
+/// than 8 bytes are left, the name is longer, or a control byte that is not whitespace comes
+/// first (it belongs to the name).
+#[inline(always)]
+fn short_name(html: &[u8], start: usize) -> Option<(usize, bool, u128)> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const BIT5: u64 = 0x2020_2020_2020_2020;
+    let c = html.get(start..start + 8)?;
+    let mut a = [0u8; 8];
+    a.copy_from_slice(c);
+    let w = u64::from_le_bytes(a);
+    // Bytes below 0x21, `/` and `>`. Each test flags its lowest matching byte exactly (a
+    // borrow only runs upwards from a matching byte), so the lowest flag of the three is
+    // exact too; flags above it may be false.
+    let (slash, gt) = (w ^ (LO * u64::from(b'/')), w ^ (LO * u64::from(b'>')));
+    let ends = (w.wrapping_sub(LO * 0x21) & !w
+        | slash.wrapping_sub(LO) & !slash
+        | gt.wrapping_sub(LO) & !gt)
+        & HI;
+    if ends == 0 {
+        return None;
+    }
+    let k = ends.trailing_zeros() as usize / 8;
+    debug_assert!(k >= 1, "the first byte is a letter");
+    if CLASS[c[k] as usize] & (WS | SLASH | GT) == 0 {
+        return None;
+    }
+    let name = (1u64 << (8 * k)) - 1;
+    let w = w & name;
+    let key = w | (BIT5 & name);
+    Some((start + k, key != w, u128::from(key)))
 }
 
 /// From the end of a tag name at `html[j]`, through the attributes to the tag's `>`: returns
@@ -617,6 +669,94 @@ mod tests {
                 for i in 0..=len {
                     let want = s[i..].iter().position(|&b| b == b'<' || b == b'&');
                     assert_eq!(super::next_markup(&s, i), want, "{s:?} at {i}");
+                }
+            }
+        }
+    }
+
+    /// `short_name` against the tag name state's byte loop, lowering and `tags::pack`: names
+    /// of every length around 8 over letters of both cases, digits, `-`, non-ASCII bytes and
+    /// control bytes, ended by every byte class, at the end of the input or not.
+    #[test]
+    fn short_name_equals_the_byte_loop() {
+        use super::{short_name, CLASS, GT, SLASH, UPPER, WS};
+        let alphabet: &[u8] =
+            b"aZzAmM09-:_^\x9f\x01\x0b\x1f\x7f\x80\xc3\xa9\xff\t\n\x0c />=\"'@[`{";
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut checked = 0;
+        for len in 1..=20 {
+            for _ in 0..3000 {
+                let mut s = vec![b'<'];
+                for k in 0..len {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let b = alphabet[(x % alphabet.len() as u64) as usize];
+                    // The name starts with a letter (the scanner's precondition).
+                    s.push(if k == 0 && !b.is_ascii_alphabetic() {
+                        b'q'
+                    } else {
+                        b
+                    });
+                }
+                let mut j = 1;
+                let mut upper = 0;
+                let end = loop {
+                    let Some(&b) = s.get(j) else { break None };
+                    let c = CLASS[b as usize];
+                    if c & (WS | SLASH | GT) != 0 {
+                        break Some(j);
+                    }
+                    upper |= c;
+                    j += 1;
+                };
+                let Some((at, up, key)) = short_name(&s, 1) else {
+                    // Only names of 8 bytes or more, or inputs too short, are left to the loop.
+                    // (or a control byte, part of the name, among its first 8 bytes).
+                    let control = s.len() >= 9
+                        && s[1..9]
+                            .iter()
+                            .any(|&b| b <= b' ' && CLASS[b as usize] & WS == 0);
+                    assert!(end.is_none_or(|e| e > 8) || s.len() < 9 || control, "{s:?}");
+                    continue;
+                };
+                checked += 1;
+                assert_eq!(Some(at), end, "{s:?}");
+                // An upper-case letter is always reported (others may be too).
+                assert!(up || upper & UPPER == 0, "{s:?}");
+                let lowered: Vec<u8> = s[1..at].iter().map(u8::to_ascii_lowercase).collect();
+                if lowered
+                    .iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || b == b'-')
+                {
+                    assert_eq!(key, super::super::tags::pack(&lowered), "{s:?}");
+                }
+                assert_eq!(
+                    super::super::tags::Tag::from_key(key),
+                    super::super::tags::Tag::from_name(&lowered),
+                    "{s:?}"
+                );
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+        // Every known tag name, in both cases, before each end.
+        for &(name, tag) in super::super::tags::ALL_TAGS
+            .iter()
+            .filter(|(n, _)| n.len() < 8)
+        {
+            for end in [b' ', b'/', b'>', b'\t', b'\n', b'\x0c'] {
+                for upper in [false, true] {
+                    let mut s = vec![b'<'];
+                    s.extend(
+                        name.iter()
+                            .map(|&b| if upper { b.to_ascii_uppercase() } else { b }),
+                    );
+                    s.push(end);
+                    s.extend_from_slice(b"12345678");
+                    let (at, up, key) = short_name(&s, 1).expect("a short name");
+                    assert_eq!((at, up), (1 + name.len(), upper));
+                    assert_eq!(key, super::super::tags::pack(name));
+                    assert_eq!(super::super::tags::Tag::from_key(key), tag);
                 }
             }
         }

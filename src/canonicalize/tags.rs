@@ -24,7 +24,13 @@ macro_rules! tags {
                 if name.is_empty() || name.len() > 16 {
                     return Tag::Other;
                 }
-                let key = pack_fast(name);
+                Tag::from_key(pack_fast(name))
+            }
+
+            /// `from_name` of the name whose `pack` is `key` (a name of 1 to 16 bytes, so
+            /// `key != 0` for any name without NUL bytes).
+            #[inline]
+            pub(super) fn from_key(key: u128) -> Tag {
                 let mut i = slot(key);
                 loop {
                     let k = TAG_KEYS[i];
@@ -40,7 +46,7 @@ macro_rules! tags {
         }
 
         /// Every known tag with its name.
-        const ALL_TAGS: &[(&[u8], Tag)] = &[$(($name, Tag::$variant),)*];
+        pub(super) const ALL_TAGS: &[(&[u8], Tag)] = &[$(($name, Tag::$variant),)*];
     };
 }
 
@@ -74,7 +80,7 @@ tags! {
 
 /// Packs up to 16 bytes into an integer, little-endian, zero-padded (tag names contain no NUL:
 /// the tokenizer turns it into U+FFFD).
-const fn pack(s: &[u8]) -> u128 {
+pub(super) const fn pack(s: &[u8]) -> u128 {
     let mut v = 0u128;
     let mut i = 0;
     while i < s.len() && i < 16 {
