@@ -137,6 +137,37 @@ impl Dom {
         self.alloc(Kind::Element { tag })
     }
 
+    /// A new element appended to `parent`'s children: `new_element` then `insert(parent,
+    /// NIL, _)`, with the node written once.
+    #[inline]
+    pub(super) fn append_element(&mut self, parent: NodeId, tag: Tag) -> NodeId {
+        self.append_new(parent, Kind::Element { tag })
+    }
+
+    /// `alloc(kind)` and `insert(parent, NIL, _)` in one step.
+    #[inline]
+    fn append_new(&mut self, parent: NodeId, kind: Kind) -> NodeId {
+        // As in alloc: the arena never outgrows u32.
+        let n = self.nodes.len() as NodeId;
+        let p = &mut self.nodes[parent as usize];
+        let prev = p.last;
+        p.last = n;
+        if prev == NIL {
+            p.first = n;
+        } else {
+            self.nodes[prev as usize].next = n;
+        }
+        self.nodes.push(Node {
+            parent,
+            prev,
+            next: NIL,
+            first: NIL,
+            last: NIL,
+            kind,
+        });
+        n
+    }
+
     pub(super) fn new_comment(&mut self) -> NodeId {
         self.alloc(Kind::Comment)
     }
@@ -228,8 +259,13 @@ impl Dom {
             }
         }
         let c = self.push_chunk(start, end);
-        let t = self.alloc(Kind::Text { first: c, last: c });
-        self.insert(parent, before, t);
+        let kind = Kind::Text { first: c, last: c };
+        if before == NIL {
+            self.append_new(parent, kind);
+        } else {
+            let t = self.alloc(kind);
+            self.insert(parent, before, t);
+        }
     }
 
     fn push_chunk(&mut self, start: usize, end: usize) -> u32 {

@@ -150,7 +150,18 @@ impl Tree {
 
     /// "The appropriate place for inserting a node" as (parent, insert-before), with foster
     /// parenting when enabled and the target is a table-structure element.
+    #[inline]
     pub(super) fn location(&self, target: Open) -> (NodeId, NodeId) {
+        // Without foster parenting (nearly always), the target itself.
+        if !self.foster {
+            return (target.node, NIL);
+        }
+        self.foster_location(target)
+    }
+
+    /// `location` when foster parenting is enabled.
+    #[inline(never)]
+    fn foster_location(&self, target: Open) -> (NodeId, NodeId) {
         let table_like = target.ns == Ns::Html
             && matches!(
                 target.tag,
@@ -180,8 +191,13 @@ impl Tree {
     /// Inserts an element for `t` in namespace `ns` and pushes it.
     pub(super) fn insert_ns(&mut self, t: &TagTok, ns: Ns) -> NodeId {
         let (parent, before) = self.location(self.cur());
-        let n = self.dom.new_element(t.tag);
-        self.dom.insert(parent, before, n);
+        let n = if before == NIL {
+            self.dom.append_element(parent, t.tag)
+        } else {
+            let n = self.dom.new_element(t.tag);
+            self.dom.insert(parent, before, n);
+            n
+        };
         let html_ip = ns == Ns::MathMl && t.tag == Tag::AnnotationXml && t.attr.html_annotation;
         let hash = if t.tag == Tag::Other { t.hash } else { 0 };
         self.push(Open {
