@@ -116,6 +116,26 @@ fn next_markup(html: &[u8], i: usize) -> Option<usize> {
     memchr::memchr2(b'<', b'&', &html[i..])
 }
 
+/// The position of the first `b` in `html` at or after `i`, if any. Most quoted attribute
+/// values are short, so the first eight bytes are searched in a register before memchr.
+#[inline(always)]
+fn find_byte(html: &[u8], i: usize, b: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    if let Some(c) = html.get(i..i + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        let x = u64::from_le_bytes(a) ^ (LO * u64::from(b));
+        // The lowest flag is the first zero byte of x (flags above it may be false).
+        let hit = x.wrapping_sub(LO) & !x & HI;
+        if hit != 0 {
+            return Some(i + hit.trailing_zeros() as usize / 8);
+        }
+        return memchr::memchr(b, &html[i + 8..]).map(|k| i + 8 + k);
+    }
+    memchr::memchr(b, html.get(i..)?).map(|k| i + k)
+}
+
 /// A decoded character reference (at most 4 bytes of UTF-8).
 struct Decoded {
     buf: [u8; 4],
@@ -421,7 +441,7 @@ fn skip_attributes(html: &[u8], mut j: usize) -> Option<(usize, bool)> {
                 j += 1;
                 let q = *html.get(j)?;
                 if q == b'"' || q == b'\'' {
-                    j += 1 + memchr::memchr(q, &html[j + 1..])? + 1;
+                    j = find_byte(html, j + 1, q)? + 1;
                     s = S::AfterQuoted;
                 } else {
                     s = S::BeforeValue;
@@ -457,7 +477,7 @@ fn skip_attributes(html: &[u8], mut j: usize) -> Option<(usize, bool)> {
             S::BeforeValue => match b {
                 b'"' | b'\'' => {
                     // A character reference in the value cannot contain the quote.
-                    j += 1 + memchr::memchr(b, &html[j + 1..])? + 1;
+                    j = find_byte(html, j + 1, b)? + 1;
                     s = S::AfterQuoted;
                 }
                 b'>' => return Some((j + 1, false)),
@@ -757,6 +777,34 @@ mod tests {
                     assert_eq!((at, up), (1 + name.len(), upper));
                     assert_eq!(key, super::super::tags::pack(name));
                     assert_eq!(super::super::tags::Tag::from_key(key), tag);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn find_byte_finds_the_first_occurrence() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for len in 0..40 {
+            for _ in 0..300 {
+                let s: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        *[b'"', b'\'', b'a', 0x80, 0xFF, 0x21, 0x26, 0xA2]
+                            .get((x % 12) as usize)
+                            .unwrap_or(&b'x')
+                    })
+                    .collect();
+                for i in 0..=len + 1 {
+                    for q in [b'"', b'\''] {
+                        let want = s
+                            .get(i..)
+                            .and_then(|t| t.iter().position(|&b| b == q))
+                            .map(|k| i + k);
+                        assert_eq!(super::find_byte(&s, i, q), want, "{s:?} at {i}");
+                    }
                 }
             }
         }
