@@ -210,8 +210,24 @@ impl Tree {
         n
     }
 
+    /// `insert_ns(t, Ns::Html)`, inlined where nothing is foster-parented (nearly always): the
+    /// element is appended to the current node (an HTML element is never an integration
+    /// point, so `html_ip` is false).
+    #[inline]
     pub(super) fn insert(&mut self, t: &TagTok) -> NodeId {
-        self.insert_ns(t, Ns::Html)
+        if self.foster {
+            return self.insert_ns(t, Ns::Html);
+        }
+        let parent = self.cur().node;
+        let n = self.dom.append_element(parent, t.tag);
+        self.push(Open {
+            node: n,
+            tag: t.tag,
+            ns: Ns::Html,
+            hash: if t.tag == Tag::Other { t.hash } else { 0 },
+            html_ip: false,
+        });
+        n
     }
 
     pub(super) fn insert_tag(&mut self, tag: Tag) -> NodeId {
