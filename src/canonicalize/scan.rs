@@ -379,12 +379,19 @@ fn short_name(html: &[u8], start: usize) -> Option<(usize, bool, u128)> {
     if ends == 0 {
         return None;
     }
-    let k = ends.trailing_zeros() as usize / 8;
-    debug_assert!(k >= 1, "the first byte is a letter");
-    if CLASS[c[k] as usize] & (WS | SLASH | GT) == 0 {
+    // The flagged byte, taken from the register: below 0x21, `/` (0x2F) or `>` (0x3E), so
+    // `ENDS` (bit b set for each end byte b) says whether it ends the name.
+    const ENDS: u64 = 1 << b'\t' | 1 << b'\n' | 1 << 0x0c | 1 << b' ' | 1 << b'/' | 1 << b'>';
+    let at = ends.trailing_zeros() & !7;
+    let b = (w >> at) as u8;
+    debug_assert!(b < 64);
+    if ENDS >> (b & 63) & 1 == 0 {
         return None;
     }
-    let name = (1u64 << (8 * k)) - 1;
+    let k = at as usize / 8;
+    debug_assert!(k >= 1, "the first byte is a letter");
+    debug_assert!(CLASS[c[k] as usize] & (WS | SLASH | GT) != 0);
+    let name = (1u64 << at) - 1;
     let w = w & name;
     let key = w | (BIT5 & name);
     Some((start + k, key != w, u128::from(key)))
