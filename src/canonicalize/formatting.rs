@@ -39,12 +39,20 @@ impl Tree {
         }
     }
 
-    /// "Reconstruct the active formatting elements".
+    /// "Reconstruct the active formatting elements". Inlined: nearly always there is nothing
+    /// to reconstruct (the list is empty or its last entry is a marker or open).
+    #[inline]
     pub(super) fn reconstruct_afe(&mut self) {
         let Some(last) = self.afe.last() else { return };
         if last.node == NIL || self.is_open(last.node) {
             return;
         }
+        self.reconstruct_afe_entries();
+    }
+
+    /// `reconstruct_afe` when the last entry is neither a marker nor open.
+    #[inline(never)]
+    fn reconstruct_afe_entries(&mut self) {
         let mut i = self.afe.len() - 1;
         while i > 0 {
             let e = self.afe[i - 1];

@@ -409,6 +409,13 @@ impl Tree {
     /// The in-body rule for an end tag no other rule names: close the nearest open element of
     /// that name unless a special element comes first (then the tag is ignored).
     pub(super) fn any_other_end(&mut self, t: &TagTok) {
+        // The current node itself (well-nested pages): no implied end tag can be generated
+        // above it (it is of the token's name, the exception), so it is just popped.
+        let c = self.cur();
+        if c.ns == Ns::Html && c.same_name(t) {
+            self.pop();
+            return;
+        }
         for i in (0..self.stack.len()).rev() {
             let o = self.stack[i];
             if o.ns == Ns::Html && o.same_name(t) {
