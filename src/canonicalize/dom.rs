@@ -238,7 +238,7 @@ impl Dom {
 
     /// Inserts character data at (parent, before): appended to the text node immediately before
     /// that location if there is one (the spec's rule), else as a new text node.
-    #[inline]
+    #[inline(always)]
     pub(super) fn insert_text(&mut self, parent: NodeId, before: NodeId, s: &[u8]) {
         let prev = if before == NIL {
             self.nodes[parent as usize].last
