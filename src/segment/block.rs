@@ -208,15 +208,13 @@ impl<'a> BlockView<'a> {
         }
     }
 
-    /// Appends every key of a version-2 block to `out` (one sequential decode); false for a
-    /// version-1 block (nothing appended).
-    pub fn append_keys(&self, out: &mut Vec<u64>) -> bool {
+    /// Writes every key of a version-2 block into `out`, which must hold exactly as many (one
+    /// sequential decode, in place); false for a version-1 block or another length (nothing
+    /// written).
+    pub fn keys_into(&self, out: &mut [u64]) -> bool {
         match self {
             BlockView::V1(_) => false,
-            BlockView::V2(v) => {
-                v.keys.decode_into(v.first_key, out);
-                true
-            }
+            BlockView::V2(v) => v.keys.decode_to_slice(v.first_key, out),
         }
     }
 

@@ -372,8 +372,25 @@ impl<'a> EfView<'a> {
 
     /// Appends `base + value` for every value to `out`: the sequential decode, in one loop.
     pub fn decode_into(&self, base: u64, out: &mut Vec<u64>) {
+        out.reserve(self.lay.n);
+        self.decode_each(base, |_, v| out.push(v));
+    }
+
+    /// Writes `base + value` for every value into `out`, which must hold exactly
+    /// [`EfView::len`] values (false, nothing written, otherwise): the sequential decode in
+    /// place.
+    pub fn decode_to_slice(&self, base: u64, out: &mut [u64]) -> bool {
+        if out.len() != self.lay.n {
+            return false;
+        }
+        self.decode_each(base, |i, v| out[i] = v);
+        true
+    }
+
+    /// Calls `emit(i, base + value i)` for every value in order.
+    #[inline(always)]
+    fn decode_each(&self, base: u64, mut emit: impl FnMut(usize, u64)) {
         let (n, l) = (self.lay.n, self.lay.l);
-        out.reserve(n);
         let words = self.lay.high_bits.div_ceil(64);
         let (mut i, mut w) = (0usize, 0usize);
         // Fast path: 8 readable bytes and shift + l <= 64 (l <= 56).
@@ -399,7 +416,7 @@ impl<'a> EfView<'a> {
                 } else {
                     self.low(i)
                 };
-                out.push(base.wrapping_add(high | low));
+                emit(i, base.wrapping_add(high | low));
                 i += 1;
             }
             w += 1;
@@ -771,6 +788,10 @@ mod tests {
             assert_eq!(d[0], 7);
             assert!(d[1..].iter().zip(v).all(|(a, b)| *a == b.wrapping_add(3)));
             assert_eq!(d.len(), v.len() + 1);
+            let mut slice = vec![0u64; v.len()];
+            assert!(ef.decode_to_slice(3, &mut slice));
+            assert_eq!(slice, d[1..]);
+            assert!(!ef.decode_to_slice(3, &mut vec![0u64; v.len() + 1]));
             assert_eq!(ef.get(v.len()), None);
             let mut probes: Vec<u64> = v
                 .iter()

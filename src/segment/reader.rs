@@ -1602,17 +1602,22 @@ impl Segment {
         }
         let ok = rest.is_empty()
             && parts.into_par_iter().all(|(g, part)| {
-                let mut got = Vec::with_capacity(part.len());
-                let whole = (g..(g + KEY_CACHE_GROUP).min(blocks)).all(|bi| {
-                    let before = got.len() as u64;
-                    self.block(t, bi)
-                        .is_ok_and(|view| view.append_keys(&mut got))
-                        && got.len() as u64 - before == starts[bi + 1] - starts[bi]
-                });
-                whole && got.len() == part.len() && {
-                    part.copy_from_slice(&got);
-                    true
-                }
+                // Each block's keys decoded straight into their place.
+                let mut lo = 0usize;
+                (g..(g + KEY_CACHE_GROUP).min(blocks)).all(|bi| {
+                    let Some(hi) = starts[bi + 1]
+                        .checked_sub(starts[bi])
+                        .and_then(|n| lo.checked_add(usize::try_from(n).ok()?))
+                    else {
+                        return false;
+                    };
+                    let ok = hi <= part.len()
+                        && self
+                            .block(t, bi)
+                            .is_ok_and(|view| view.keys_into(&mut part[lo..hi]));
+                    lo = hi;
+                    ok
+                }) && lo == part.len()
             });
         if !ok {
             give_key_cache_budget(total * 8);
