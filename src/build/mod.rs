@@ -536,8 +536,11 @@ impl SegmentBuilder {
         }
         // A large rank array's pages are given back on a thread of their own (unmapping
         // them takes ~10 ms for a 100 MB batch) while this one goes on.
+        // If no thread can be started, the closure (and the array with it) is dropped here.
         if d.ranks.len() >= FREE_ON_A_THREAD {
-            std::thread::spawn(move || drop(d));
+            let _ = std::thread::Builder::new()
+                .name("ndd-free".into())
+                .spawn(move || drop(d));
         }
         self.w.end_table()
     }
