@@ -93,21 +93,38 @@ fn run(html: &[u8], absent: u64, glue: &mut Glue<'_>) {
     }
 }
 
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// The eight bytes of `html` from `i` as a little-endian word, if there are eight.
+#[inline(always)]
+fn load8(html: &[u8], i: usize) -> Option<u64> {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(html.get(i..i + 8)?);
+    Some(u64::from_le_bytes(a))
+}
+
+/// The high bit set in the byte lanes of `w` below every byte of `below` (SWAR). The lowest
+/// flag is exact (a borrow only runs upwards from a flagged byte); flags above it may be false,
+/// so only `trailing_zeros` of the result (or of an OR of such results) is meaningful.
+#[inline(always)]
+fn below_flags(w: u64, below: u8) -> u64 {
+    w.wrapping_sub(LO * u64::from(below)) & !w & HI
+}
+
+/// `below_flags` for the bytes of `w` equal to `b`: the lowest flag is the first such byte.
+#[inline(always)]
+fn eq_flags(w: u64, b: u8) -> u64 {
+    below_flags(w ^ (LO * u64::from(b)), 1)
+}
+
 /// The offset from `i` of the next `<` or `&` in `html`, if any. Most text runs between tags
 /// are short (whitespace, a word or two), so the first eight bytes are searched in a register
 /// (SWAR) before memchr's vector search, whose setup costs more than such a run.
 #[inline(always)]
 fn next_markup(html: &[u8], i: usize) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    if let Some(c) = html.get(i..i + 8) {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(c);
-        let w = u64::from_le_bytes(a);
-        let (lt, amp) = (w ^ (LO * u64::from(b'<')), w ^ (LO * u64::from(b'&')));
-        // The lowest flagged byte is the first zero byte of lt or amp (flags above it may be
-        // false, from the borrow).
-        let hit = (lt.wrapping_sub(LO) & !lt | amp.wrapping_sub(LO) & !amp) & HI;
+    if let Some(w) = load8(html, i) {
+        let hit = eq_flags(w, b'<') | eq_flags(w, b'&');
         if hit != 0 {
             return Some(hit.trailing_zeros() as usize / 8);
         }
@@ -120,14 +137,8 @@ fn next_markup(html: &[u8], i: usize) -> Option<usize> {
 /// values are short, so the first eight bytes are searched in a register before memchr.
 #[inline(always)]
 fn find_byte(html: &[u8], i: usize, b: u8) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    if let Some(c) = html.get(i..i + 8) {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(c);
-        let x = u64::from_le_bytes(a) ^ (LO * u64::from(b));
-        // The lowest flag is the first zero byte of x (flags above it may be false).
-        let hit = x.wrapping_sub(LO) & !x & HI;
+    if let Some(w) = load8(html, i) {
+        let hit = eq_flags(w, b);
         if hit != 0 {
             return Some(i + hit.trailing_zeros() as usize / 8);
         }
@@ -361,21 +372,10 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
 /// first (it belongs to the name).
 #[inline(always)]
 fn short_name(html: &[u8], start: usize) -> Option<(usize, bool, u128)> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
     const BIT5: u64 = 0x2020_2020_2020_2020;
-    let c = html.get(start..start + 8)?;
-    let mut a = [0u8; 8];
-    a.copy_from_slice(c);
-    let w = u64::from_le_bytes(a);
-    // Bytes below 0x21, `/` and `>`. Each test flags its lowest matching byte exactly (a
-    // borrow only runs upwards from a matching byte), so the lowest flag of the three is
-    // exact too; flags above it may be false.
-    let (slash, gt) = (w ^ (LO * u64::from(b'/')), w ^ (LO * u64::from(b'>')));
-    let ends = (w.wrapping_sub(LO * 0x21) & !w
-        | slash.wrapping_sub(LO) & !slash
-        | gt.wrapping_sub(LO) & !gt)
-        & HI;
+    let w = load8(html, start)?;
+    // Bytes below 0x21, `/` and `>`: the lowest flag of the three is exact.
+    let ends = below_flags(w, 0x21) | eq_flags(w, b'/') | eq_flags(w, b'>');
     if ends == 0 {
         return None;
     }
@@ -390,7 +390,7 @@ fn short_name(html: &[u8], start: usize) -> Option<(usize, bool, u128)> {
     }
     let k = at as usize / 8;
     debug_assert!(k >= 1, "the first byte is a letter");
-    debug_assert!(CLASS[c[k] as usize] & (WS | SLASH | GT) != 0);
+    debug_assert!(CLASS[html[start + k] as usize] & (WS | SLASH | GT) != 0);
     let name = (1u64 << at) - 1;
     let w = w & name;
     let key = w | (BIT5 & name);

@@ -198,21 +198,24 @@ impl Tree {
             self.dom.insert(parent, before, n);
             n
         };
-        let html_ip = ns == Ns::MathMl && t.tag == Tag::AnnotationXml && t.attr.html_annotation;
-        let hash = if t.tag == Tag::Other { t.hash } else { 0 };
-        self.push(Open {
-            node: n,
-            tag: t.tag,
-            ns,
-            hash,
-            html_ip,
-        });
+        self.push(Self::open_entry(n, t, ns));
         n
     }
 
+    /// The stack entry of element `n` inserted for `t` in namespace `ns`.
+    #[inline(always)]
+    fn open_entry(n: NodeId, t: &TagTok, ns: Ns) -> Open {
+        Open {
+            node: n,
+            tag: t.tag,
+            ns,
+            hash: if t.tag == Tag::Other { t.hash } else { 0 },
+            html_ip: ns == Ns::MathMl && t.tag == Tag::AnnotationXml && t.attr.html_annotation,
+        }
+    }
+
     /// `insert_ns(t, Ns::Html)`, inlined where nothing is foster-parented (nearly always): the
-    /// element is appended to the current node (an HTML element is never an integration
-    /// point, so `html_ip` is false).
+    /// element is appended to the current node.
     #[inline]
     pub(super) fn insert(&mut self, t: &TagTok) -> NodeId {
         if self.foster {
@@ -220,13 +223,7 @@ impl Tree {
         }
         let parent = self.cur().node;
         let n = self.dom.append_element(parent, t.tag);
-        self.push(Open {
-            node: n,
-            tag: t.tag,
-            ns: Ns::Html,
-            hash: if t.tag == Tag::Other { t.hash } else { 0 },
-            html_ip: false,
-        });
+        self.push(Self::open_entry(n, t, Ns::Html));
         n
     }
 
