@@ -91,8 +91,11 @@ impl Layout {
 
 /// Appends the Elias-Fano encoding of `values` (non-decreasing, all `<= max`, exactly `n`
 /// of them) to `out`, with the samples `ones` / `zeros` asks for.
+///
+/// One pass over the values: the output is sized from the [`Layout`] first, then each value
+/// writes its low bits, its one in the high bit vector and the samples due at it in place.
 pub fn encode(
-    values: impl Iterator<Item = u64> + Clone,
+    values: impl Iterator<Item = u64>,
     n: usize,
     max: u64,
     ones: bool,
@@ -100,65 +103,69 @@ pub fn encode(
     out: &mut Vec<u8>,
 ) {
     let lay = Layout::new(n, max, ones, zeros).expect("Elias-Fano layout of an in-memory list");
-    let l = lay.l;
-    // Low bits, packed LSB first.
+    let total = lay.bytes().expect("Elias-Fano layout of an in-memory list");
     let start = out.len();
-    out.reserve(lay.bytes().unwrap_or(0));
+    out.resize(start + total, 0);
+    let (low, rest) = out[start..].split_at_mut(lay.low_bytes);
+    let (high, rest) = rest.split_at_mut(lay.high_bytes);
+    let (one_samples, zero_samples) = rest.split_at_mut(lay.ones_samples * 4);
+    let l = lay.l;
+    let mask = if l >= 64 { u64::MAX } else { (1u64 << l) - 1 };
+    // Low bits, packed LSB first: 64 at a time from `acc` (which holds `nbits` < 64 between
+    // values, so one value fills at most one more word).
     let mut acc: u128 = 0;
     let mut nbits: u32 = 0;
-    if l > 0 {
-        let mask = if l == 64 { u64::MAX } else { (1u64 << l) - 1 };
-        for v in values.clone() {
+    let mut low_at = 0usize;
+    let mut next_zero = 0u64; // zeros sampled (or passed) before this bucket
+    let mut zs = 0usize; // zero samples written
+    for (i, v) in values.enumerate() {
+        if l > 0 {
             acc |= ((v & mask) as u128) << nbits;
             nbits += l;
-            while nbits >= 64 {
-                out.extend_from_slice(&(acc as u64).to_le_bytes());
+            if nbits >= 64 {
+                low[low_at..low_at + 8].copy_from_slice(&(acc as u64).to_le_bytes());
+                low_at += 8;
                 acc >>= 64;
                 nbits -= 64;
             }
         }
-        while nbits > 0 {
-            out.push(acc as u8);
-            acc >>= 8;
-            nbits = nbits.saturating_sub(8);
-        }
-    }
-    debug_assert_eq!(out.len() - start, lay.low_bytes);
-    // High bits.
-    let high_at = out.len();
-    out.resize(high_at + lay.high_bytes, 0);
-    let mut one_pos = Vec::new();
-    let mut zero_pos = Vec::new();
-    let mut next_zero = 0u64; // zeros written before this bucket
-    for (i, v) in values.enumerate() {
         let h = v >> l;
         let p = h as usize + i;
-        out[high_at + p / 8] |= 1 << (p % 8);
+        high[p / 8] |= 1 << (p % 8);
         if ones && i % SAMPLE == 0 {
-            one_pos.push(p as u32);
+            let s = i / SAMPLE * 4;
+            one_samples[s..s + 4].copy_from_slice(&(p as u32).to_le_bytes());
         }
-        if zeros {
-            // Zeros h' < h sit before this one: zero j is at position j + (ones before it).
-            while next_zero < h {
-                if (next_zero as usize).is_multiple_of(SAMPLE) {
-                    zero_pos.push((next_zero as usize + i) as u32);
-                }
-                next_zero += 1;
+        if zeros && next_zero < h {
+            // Zeros next_zero..h sit before this one: zero j is at position j + i. Only the
+            // multiples of SAMPLE among them are sampled.
+            let mut z = next_zero.next_multiple_of(SAMPLE as u64);
+            while z < h {
+                zero_samples[zs * 4..zs * 4 + 4]
+                    .copy_from_slice(&((z as usize + i) as u32).to_le_bytes());
+                zs += 1;
+                z += SAMPLE as u64;
             }
+            next_zero = h;
         }
     }
+    while nbits > 0 {
+        low[low_at] = acc as u8;
+        low_at += 1;
+        acc >>= 8;
+        nbits = nbits.saturating_sub(8);
+    }
+    debug_assert_eq!(low_at, lay.low_bytes);
     if zeros {
-        while next_zero < lay.high_max {
-            if (next_zero as usize).is_multiple_of(SAMPLE) {
-                zero_pos.push((next_zero as usize + n) as u32);
-            }
-            next_zero += 1;
+        let mut z = next_zero.next_multiple_of(SAMPLE as u64);
+        while z < lay.high_max {
+            zero_samples[zs * 4..zs * 4 + 4]
+                .copy_from_slice(&((z as usize + n) as u32).to_le_bytes());
+            zs += 1;
+            z += SAMPLE as u64;
         }
     }
-    for p in one_pos.into_iter().chain(zero_pos) {
-        out.extend_from_slice(&p.to_le_bytes());
-    }
-    debug_assert_eq!(out.len() - start, lay.bytes().unwrap_or(0));
+    debug_assert_eq!(zs, lay.zero_samples);
 }
 
 /// Position of the set bit number `r` (0-based) of `w`; `r < w.count_ones()`.
@@ -832,6 +839,122 @@ mod tests {
             let base = v[0];
             check(&v.iter().map(|x| x - base).collect::<Vec<_>>());
             check(&v);
+        }
+    }
+
+    /// The two-pass encoder `encode` replaced (low bits, then the high bits with samples
+    /// gathered in vectors): the reference its bytes are checked against.
+    fn encode_two_pass(values: &[u64], max: u64, ones: bool, zeros: bool) -> Vec<u8> {
+        let n = values.len();
+        let lay = Layout::new(n, max, ones, zeros).unwrap();
+        let l = lay.l;
+        let mut out = Vec::new();
+        let mut acc: u128 = 0;
+        let mut nbits: u32 = 0;
+        if l > 0 {
+            let mask = if l == 64 { u64::MAX } else { (1u64 << l) - 1 };
+            for &v in values {
+                acc |= ((v & mask) as u128) << nbits;
+                nbits += l;
+                while nbits >= 64 {
+                    out.extend_from_slice(&(acc as u64).to_le_bytes());
+                    acc >>= 64;
+                    nbits -= 64;
+                }
+            }
+            while nbits > 0 {
+                out.push(acc as u8);
+                acc >>= 8;
+                nbits = nbits.saturating_sub(8);
+            }
+        }
+        let high_at = out.len();
+        out.resize(high_at + lay.high_bytes, 0);
+        let (mut one_pos, mut zero_pos) = (Vec::new(), Vec::new());
+        let mut next_zero = 0u64;
+        for (i, &v) in values.iter().enumerate() {
+            let h = v >> l;
+            let p = h as usize + i;
+            out[high_at + p / 8] |= 1 << (p % 8);
+            if ones && i % SAMPLE == 0 {
+                one_pos.push(p as u32);
+            }
+            if zeros {
+                while next_zero < h {
+                    if (next_zero as usize).is_multiple_of(SAMPLE) {
+                        zero_pos.push((next_zero as usize + i) as u32);
+                    }
+                    next_zero += 1;
+                }
+            }
+        }
+        if zeros {
+            while next_zero < lay.high_max {
+                if (next_zero as usize).is_multiple_of(SAMPLE) {
+                    zero_pos.push((next_zero as usize + n) as u32);
+                }
+                next_zero += 1;
+            }
+        }
+        for p in one_pos.into_iter().chain(zero_pos) {
+            out.extend_from_slice(&p.to_le_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn one_pass_encoding_equals_the_two_pass_reference() {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut cases: Vec<(Vec<u64>, u64)> = vec![
+            (vec![], 0),
+            (vec![], 1000),
+            (vec![0], 0),
+            (vec![0], 5000),
+            (vec![7, 7, 7], 7),
+            (vec![0, 0, 0, 1 << 20], (1 << 20) + 777),
+            (vec![u64::MAX], u64::MAX),
+            (vec![0, u64::MAX], u64::MAX),
+        ];
+        for round in 0..3000 {
+            let n = match round % 4 {
+                0 => (next() % 8) as usize,
+                1 => (next() % 200) as usize,
+                2 => (next() % 5000) as usize,
+                _ => 63 + (next() % 3) as usize,
+            };
+            // Value ranges from dense (many values per bucket) to sparse (many zeros between
+            // ones), and a max past the last value (zeros after the last one).
+            let bits = (next() % 65) as u32;
+            let mut v: Vec<u64> = (0..n)
+                .map(|_| if bits == 0 { 0 } else { next() >> (64 - bits) })
+                .collect();
+            v.sort_unstable();
+            if round % 3 == 0 {
+                v.dedup();
+            }
+            let last = v.last().copied().unwrap_or(0);
+            let max = match round % 5 {
+                0 => last,
+                1 => last.saturating_add(next() % 10_000),
+                2 => last.saturating_add(next() >> (next() % 64)),
+                _ => last,
+            };
+            cases.push((v, max));
+        }
+        for (v, max) in cases {
+            for (ones, zeros) in [(false, false), (true, false), (false, true), (true, true)] {
+                let mut got = vec![0xa5; 3]; // appends after what is there
+                encode(v.iter().copied(), v.len(), max, ones, zeros, &mut got);
+                assert_eq!(&got[..3], &[0xa5; 3]);
+                let want = encode_two_pass(&v, max, ones, zeros);
+                assert_eq!(got[3..], want[..], "n {} max {max} {ones} {zeros}", v.len());
+            }
         }
     }
 
