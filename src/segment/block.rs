@@ -37,7 +37,27 @@ pub struct BlockBuilder {
     keys: Vec<u8>,
     ends: Vec<u8>,
     values: Vec<u8>,
+    /// What [`BlockBuilder::fits`] may assume without sizing the block exactly.
+    bound: FitBound,
 }
+
+/// A version-2 block's size bound, from the last exact check of [`BlockBuilder::fits`]: while
+/// the keys stay at or below `key_lim` and the values at or below `values_lim` bytes, a block of
+/// `n` entries and `v` value bytes is at most `V2_BOUND_FIXED + v + ceil(n * per_entry_16 / 16)`
+/// bytes (a bound that only grows with `n` and `v`); `room` is `limit - V2_BOUND_FIXED`.
+/// `room == 0` (a new block) always asks for the exact size.
+#[derive(Default, Clone, Copy)]
+struct FitBound {
+    key_lim: u64,
+    values_lim: usize,
+    per_entry_16: usize,
+    room: usize,
+    limit: usize,
+}
+
+/// Bytes of a version-2 block that [`FitBound`]'s per-entry term leaves out: the header (24)
+/// and the sums of the regions' rounding and sample constants (244/16, rounded up).
+const V2_BOUND_FIXED: usize = V2_HEADER_LEN + 16;
 
 /// What the writer records in the block index for a written block.
 pub struct WrittenBlock {
@@ -86,6 +106,70 @@ impl BlockBuilder {
         } else {
             block_len(self.n + 1, self.values.len() + value_len)
         }
+    }
+
+    /// Whether the block stays within `limit` bytes once `key` with a value of `value_len`
+    /// bytes is added: exactly `len_after(key, value_len) <= limit`, without sizing the block
+    /// at most entries. A version-2 block's exact size (two Elias-Fano layouts) is computed
+    /// only when a cheap bound that holds until the keys or the values pass a power of two
+    /// (see [`FitBound`]) says the block may be full; the bound is then renewed.
+    #[inline]
+    pub fn fits(&mut self, key: u64, value_len: usize, limit: usize) -> bool {
+        if !self.v2 {
+            return block_len(self.n + 1, self.values.len() + value_len) <= limit;
+        }
+        let n = self.n + 1;
+        let v = self.values.len() + value_len;
+        let b = &self.bound;
+        if key <= b.key_lim
+            && v <= b.values_lim
+            && limit == b.limit
+            && v + (n * b.per_entry_16).div_ceil(16) <= b.room
+        {
+            return true;
+        }
+        self.fits_exactly(key, value_len, limit)
+    }
+
+    /// [`BlockBuilder::fits`] by the exact size; renews the bound when the entry fits.
+    #[inline(never)]
+    fn fits_exactly(&mut self, key: u64, value_len: usize, limit: usize) -> bool {
+        if self.len_after(key, value_len) > limit {
+            return false;
+        }
+        let n = self.n + 1;
+        let v = self.values.len() + value_len;
+        let first = if self.n == 0 { key } else { self.first_key };
+        let bits = |x: u64| 64 - x.leading_zeros();
+        // Keys: the span stays below 2^kb while the keys stay at or below key_lim, values
+        // below 2^vb. For n' >= n entries and a maximum below 2^b, the low bits per value are
+        // at most max(b - bits(n), 0) (l = floor(log2(max / n')) and n' >= 2^(bits(n) - 1)),
+        // the high bit vector has at most 3n' bits (n' ones, max >> l < 2n' zeros) and the
+        // samples one u32 per 64 ones and per 64 zeros. In sixteenths of a byte, with
+        // ceil(x / 8) <= (2x + 14) / 16 and 4 ceil(y / 64) <= (y + 63) / 16:
+        // keys <= n'(2 dk + 6 + 1 + 2) + 14 + 14 + 63 + 62, ends <= n'(2 dv + 6 + 1) + 14 + 14 + 63.
+        let kb = bits(key - first);
+        let vb = bits(v as u64);
+        let nb = bits(n as u64);
+        let dk = kb.saturating_sub(nb) as usize;
+        let dv = vb.saturating_sub(nb) as usize;
+        let key_lim = if kb >= 64 {
+            u64::MAX
+        } else {
+            first.saturating_add((1u64 << kb) - 1)
+        };
+        self.bound = FitBound {
+            key_lim,
+            values_lim: if vb >= 64 {
+                usize::MAX
+            } else {
+                ((1u64 << vb) - 1) as usize
+            },
+            per_entry_16: 2 * (dk + dv) + 16,
+            room: limit.saturating_sub(V2_BOUND_FIXED),
+            limit,
+        };
+        true
     }
 
     /// Appends an entry. The caller has checked key order and that the block stays within
@@ -486,6 +570,7 @@ impl BlockBuilder {
         self.key_list.clear();
         self.end_list.clear();
         self.values.clear();
+        self.bound = FitBound::default();
         Ok(block)
     }
 }
@@ -696,6 +781,81 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `fits` against the exact size at every entry of random blocks (keys dense, sparse,
+    /// jumping; values empty to large; limits from tiny to the default target), splitting where
+    /// the writer does: the same decision at every step, hence the same blocks.
+    #[test]
+    fn fits_equals_the_exact_size_check_at_every_entry() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut fast, mut exact, mut splits) = (0u64, 0u64, 0u64);
+        for round in 0..400 {
+            let limit = match round % 5 {
+                0 => 1 + (next() % 200) as usize,
+                1 => 1000 + (next() % 3000) as usize,
+                2 => 32 * 1024,
+                3 => 4096,
+                _ => 32 * 1024 + (next() % 100_000) as usize,
+            };
+            let key_step_bits = (next() % 60) as u32;
+            let mut b = BlockBuilder::new(2);
+            let mut key = next() >> (next() % 64);
+            let mut out = Vec::new();
+            for i in 0..10_000 {
+                // Mostly even steps, sometimes a jump of up to 2^44 (and the key space's end).
+                let step = match next() % 100 {
+                    0 => next() >> (20 + next() % 40),
+                    1..=3 => next() >> (64 - key_step_bits.max(1)) << 8,
+                    _ => 1 + (next() >> (64 - key_step_bits.max(1))),
+                };
+                let Some(k) = key.checked_add(step) else {
+                    break;
+                };
+                key = k;
+                let vlen = match next() % 50 {
+                    0 => (next() % 5000) as usize,
+                    1..=9 => 0,
+                    _ => (next() % 12) as usize,
+                };
+                let value = vec![i as u8; vlen];
+                let want = b.len_after(key, vlen) <= limit;
+                let bound_before = b.bound;
+                let got = b.fits(key, vlen, limit);
+                assert_eq!(
+                    got, want,
+                    "round {round} entry {i} key {key} value {vlen} limit {limit}"
+                );
+                if b.bound.room == bound_before.room
+                    && b.bound.key_lim == bound_before.key_lim
+                    && bound_before.room > 0
+                {
+                    fast += 1;
+                } else {
+                    exact += 1;
+                }
+                if !b.is_empty() && !got {
+                    out.clear();
+                    let w = b.write_to(&mut out).unwrap();
+                    assert_eq!(w.len as usize, out.len());
+                    splits += 1;
+                }
+                b.push(key, &value);
+                assert_eq!(
+                    b.encoded_len(),
+                    v2_block_len(b.n, b.last_key - b.first_key, b.values.len())
+                );
+            }
+        }
+        // The bound must have spared most exact sizings, and blocks must have split often.
+        assert!(fast > 4 * exact, "fast {fast} exact {exact}");
+        assert!(splits > 1000, "splits {splits}");
     }
 
     #[test]

@@ -453,8 +453,8 @@ impl SegmentWriter {
         t.value_bytes += value.len() as u64;
         // Close the block before it would pass the target. A value larger than the target thus
         // lands in a block of its own, and no block exceeds max(target, one entry).
-        let grown = self.block.len_after(key, value.len());
-        if !self.block.is_empty() && (grown > self.block_target || grown > super::MAX_BLOCK_LEN) {
+        let limit = self.block_target.min(super::MAX_BLOCK_LEN);
+        if !self.block.is_empty() && !self.block.fits(key, value.len(), limit) {
             self.flush_block()?;
         }
         self.block.push(key, value);
