@@ -877,12 +877,7 @@ struct EncodedLists {
 
 impl EncodedLists {
     fn add_to(&self, w: &mut SegmentWriter) -> Result<()> {
-        let mut lo = 0;
-        for (&key, &hi) in self.keys.iter().zip(&self.ends) {
-            w.add(key, &self.bytes[lo..hi])?;
-            lo = hi;
-        }
-        Ok(())
+        w.add_many(&self.keys, &self.ends, &self.bytes)
     }
 
     fn clear(&mut self) {

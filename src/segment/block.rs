@@ -94,7 +94,9 @@ impl BlockBuilder {
         }
     }
 
-    /// Encoded size of the block once `key` with a value of `value_len` bytes is added.
+    /// Encoded size of the block once `key` with a value of `value_len` bytes is added (the
+    /// exact check [`BlockBuilder::fits`] stands for).
+    #[cfg(test)]
     pub fn len_after(&self, key: u64, value_len: usize) -> usize {
         if self.v2 {
             let first = if self.n == 0 { key } else { self.first_key };
@@ -118,8 +120,14 @@ impl BlockBuilder {
         if !self.v2 {
             return block_len(self.n + 1, self.values.len() + value_len) <= limit;
         }
-        let n = self.n + 1;
-        let v = self.values.len() + value_len;
+        let first = if self.n == 0 { key } else { self.first_key };
+        self.fits_with(self.n + 1, self.values.len() + value_len, first, key, limit)
+    }
+
+    /// [`BlockBuilder::fits`] of a version-2 block that would have `n` entries from `first` to
+    /// `key` and `v` value bytes.
+    #[inline]
+    fn fits_with(&mut self, n: usize, v: usize, first: u64, key: u64, limit: usize) -> bool {
         let b = &self.bound;
         if key <= b.key_lim
             && v <= b.values_lim
@@ -128,18 +136,15 @@ impl BlockBuilder {
         {
             return true;
         }
-        self.fits_exactly(key, value_len, limit)
+        self.fits_exactly(n, v, first, key, limit)
     }
 
-    /// [`BlockBuilder::fits`] by the exact size; renews the bound when the entry fits.
+    /// [`BlockBuilder::fits_with`] by the exact size; renews the bound when the entry fits.
     #[inline(never)]
-    fn fits_exactly(&mut self, key: u64, value_len: usize, limit: usize) -> bool {
-        if self.len_after(key, value_len) > limit {
+    fn fits_exactly(&mut self, n: usize, v: usize, first: u64, key: u64, limit: usize) -> bool {
+        if v2_block_len(n, key.wrapping_sub(first), v) > limit {
             return false;
         }
-        let n = self.n + 1;
-        let v = self.values.len() + value_len;
-        let first = if self.n == 0 { key } else { self.first_key };
         let bits = |x: u64| 64 - x.leading_zeros();
         // Keys: the span stays below 2^kb while the keys stay at or below key_lim, values
         // below 2^vb. For n' >= n entries and a maximum below 2^b, the low bits per value are
@@ -190,6 +195,63 @@ impl BlockBuilder {
         // The caller keeps block_len <= u32::MAX, hence values.len() fits.
         self.ends
             .extend_from_slice(&(self.values.len() as u32).to_le_bytes());
+    }
+
+    /// Appends entries `keys[k]` with values `bytes[ends[k - 1]..ends[k]]` (from `start` for
+    /// the first) while the block stays within `limit` bytes (the first one whatever its size
+    /// if the block is empty), as [`BlockBuilder::fits`] then [`BlockBuilder::push`] entry by
+    /// entry would, with the values copied at once; returns how many. The caller has checked
+    /// key order, `ends` (non-decreasing, from `start`, within `bytes`) and `limit <=
+    /// MAX_BLOCK_LEN`.
+    pub fn push_run(
+        &mut self,
+        keys: &[u64],
+        ends: &[usize],
+        start: usize,
+        bytes: &[u8],
+        limit: usize,
+    ) -> usize {
+        let (Some(&k0), true) = (keys.first(), keys.len() == ends.len()) else {
+            return 0;
+        };
+        if !self.v2 {
+            let mut lo = start;
+            for (c, (&key, &hi)) in keys.iter().zip(ends).enumerate() {
+                if !self.is_empty() && !self.fits(key, hi - lo, limit) {
+                    return c;
+                }
+                self.push(key, &bytes[lo..hi]);
+                lo = hi;
+            }
+            return keys.len();
+        }
+        let first = if self.n == 0 { k0 } else { self.first_key };
+        // The values' length once entry k is in: v0 + ends[k] (v0 may wrap; the sum cannot).
+        let v0 = self.values.len().wrapping_sub(start);
+        let mut c = usize::from(self.n == 0);
+        while c < keys.len()
+            && self.fits_with(
+                self.n + c + 1,
+                v0.wrapping_add(ends[c]),
+                first,
+                keys[c],
+                limit,
+            )
+        {
+            c += 1;
+        }
+        if c == 0 {
+            return 0;
+        }
+        let end = ends[c - 1];
+        self.first_key = first;
+        self.last_key = keys[c - 1];
+        self.n += c;
+        self.values.extend_from_slice(&bytes[start..end]);
+        self.key_list.extend(keys[..c].iter().map(|&k| k - first));
+        self.end_list
+            .extend(ends[..c].iter().map(|&e| v0.wrapping_add(e) as u64));
+        c
     }
 
     /// Writes the block to `out`, resets the builder and returns its index data.

@@ -1544,3 +1544,121 @@ fn block_index_ranges_are_the_directorys() {
     // Opening reads the same file as before (the read-ahead is a hint).
     check_contents(&Segment::open(&path).unwrap(), &sample_tables());
 }
+
+/// `add_many` in runs of random lengths writes the same file as `add` entry by entry: every
+/// format, small and default block targets, POSTINGS (key filters, format 3's ranks) and an
+/// opaque table with values from empty to larger than a block; and a run with a bad key or a
+/// bad end adds the entries before it and returns `add`'s error, the writer going on after.
+#[test]
+fn add_many_equals_add_one_by_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = 0x6a09_e667_f3bc_c909u64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    for round in 0..24 {
+        let version = [1, 2, 3][round % 3];
+        let block_target = [200, 4096, DEFAULT_BLOCK_TARGET][round / 3 % 3];
+        let n = [0usize, 1, 700, 6000][round % 4];
+        // (table, keys, value ends, value bytes) in table order.
+        let mut tables: Vec<(u32, Vec<u64>, Vec<usize>, Vec<u8>)> = Vec::new();
+        for id in [0u32, POSTINGS] {
+            let (mut keys, mut ends, mut bytes) = (Vec::new(), Vec::new(), Vec::new());
+            let mut key = next() >> (next() % 64);
+            for _ in 0..n {
+                let Some(k) = key.checked_add(1 + (next() >> (10 + next() % 54))) else {
+                    break;
+                };
+                key = k;
+                keys.push(key);
+                if id == POSTINGS {
+                    let len = 1 + (next() % 4) as u32;
+                    let ids: Vec<u32> = (0..len)
+                        .map(|i| i * 7 + (next() % 5) as u32 * 100)
+                        .collect();
+                    let mut ids = ids;
+                    ids.sort_unstable();
+                    ids.dedup();
+                    encode_postings(&ids, &mut bytes);
+                } else {
+                    let len = match next() % 40 {
+                        0 => (next() % 9000) as usize,
+                        1..=8 => 0,
+                        _ => (next() % 20) as usize,
+                    };
+                    bytes.extend((0..len).map(|i| i as u8 ^ key as u8));
+                }
+                ends.push(bytes.len());
+            }
+            tables.push((id, keys, ends, bytes));
+        }
+        let one = format!("one-{round}");
+        let many = format!("many-{round}");
+        let mut a = SegmentWriter::create_version(dir.path(), &one, block_target, version).unwrap();
+        let mut b =
+            SegmentWriter::create_version(dir.path(), &many, block_target, version).unwrap();
+        for (id, keys, ends, bytes) in &tables {
+            a.begin_table(*id).unwrap();
+            b.begin_table(*id).unwrap();
+            let mut lo = 0;
+            for (&k, &hi) in keys.iter().zip(ends) {
+                a.add(k, &bytes[lo..hi]).unwrap();
+                lo = hi;
+            }
+            // Runs of 0 to ~2000 entries; `add_many` takes value ends from 0, so each run's
+            // ends are rebased on its first value's start.
+            let mut i = 0;
+            while i < keys.len() {
+                let c = ((next() % 2000) as usize).min(keys.len() - i);
+                let base = if i == 0 { 0 } else { ends[i - 1] };
+                let run_ends: Vec<usize> = ends[i..i + c].iter().map(|e| e - base).collect();
+                let hi = if c == 0 { base } else { ends[i + c - 1] };
+                b.add_many(&keys[i..i + c], &run_ends, &bytes[base..hi])
+                    .unwrap();
+                i += c;
+            }
+            // A run whose second entry repeats the first key: the first is added, then `add`'s
+            // error; a run with ends past its bytes: an error, nothing added. (Valid posting
+            // lists: format 1 transcodes them.)
+            let last = keys.last().copied().unwrap_or(0);
+            if last < u64::MAX - 10 {
+                let (mut x, mut y) = (Vec::new(), Vec::new());
+                encode_postings(&[3], &mut x);
+                encode_postings(&[4, 9], &mut y);
+                let xy = [&x[..], &y[..]].concat();
+                a.add(last + 1, &x).unwrap();
+                let want = a.add(last + 1, &y).unwrap_err().to_string();
+                let got = b
+                    .add_many(&[last + 1, last + 1], &[x.len(), xy.len()], &xy)
+                    .unwrap_err()
+                    .to_string();
+                assert_eq!(got, want);
+                assert!(b.add_many(&[last + 5], &[x.len() + 1], &x).is_err());
+                a.add(last + 6, &y).unwrap();
+                b.add_many(&[last + 6], &[y.len()], &y).unwrap();
+            }
+            a.end_table().unwrap();
+            b.end_table().unwrap();
+        }
+        let (ma, mb) = (a.finish().unwrap(), b.finish().unwrap());
+        let (fa, fb) = (
+            std::fs::read(dir.path().join(&one)).unwrap(),
+            std::fs::read(dir.path().join(&many)).unwrap(),
+        );
+        assert!(
+            fa == fb,
+            "round {round}: version {version}, target {block_target}, {n} entries"
+        );
+        let blocks: u32 = ma.tables.iter().map(|t| t.blocks).sum();
+        assert_eq!(blocks, mb.tables.iter().map(|t| t.blocks).sum::<u32>());
+        assert!(
+            n < 6000 || block_target > 4096 || blocks > 20,
+            "round {round}: {blocks} blocks"
+        );
+        let seg = Segment::open(dir.path().join(&many)).unwrap();
+        assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
+    }
+}

@@ -426,6 +426,76 @@ impl SegmentWriter {
         self.add_stored(key, value)
     }
 
+    /// [`SegmentWriter::add`] of entries `keys[k]` with values `bytes[ends[k - 1]..ends[k]]`
+    /// (from 0 for the first), in order: the same blocks and bytes, with the checks made once
+    /// for the run and the values copied into each block at once. Any entry `add` would refuse
+    /// (key order, value size, bad `ends`) makes the whole run go through `add` one by one, so
+    /// the entries before it are added and its error returned, as `add` would.
+    pub fn add_many(&mut self, keys: &[u64], ends: &[usize], bytes: &[u8]) -> Result<()> {
+        let well_formed = || {
+            let last = self.table.as_ref().and_then(|t| t.last_key);
+            let mut lo = 0usize;
+            keys.len() == ends.len()
+                && keys.first().is_none_or(|&k| last.is_none_or(|l| k > l))
+                && keys.windows(2).all(|w| w[0] < w[1])
+                && ends.iter().all(|&hi| {
+                    let ok = hi >= lo && hi - lo <= MAX_VALUE_LEN;
+                    lo = hi;
+                    ok
+                })
+                && lo <= bytes.len()
+        };
+        if self.version == 1 || self.poisoned || self.table.is_none() || !well_formed() {
+            let mut lo = 0;
+            for (&key, &hi) in keys.iter().zip(ends) {
+                let value = bytes.get(lo..hi).ok_or_else(|| {
+                    misuse(format!(
+                        "value ends {lo}..{hi} out of {} bytes",
+                        bytes.len()
+                    ))
+                })?;
+                self.add(key, value)?;
+                lo = hi;
+            }
+            if keys.len() != ends.len() {
+                return Err(misuse(format!(
+                    "{} keys and {} value ends",
+                    keys.len(),
+                    ends.len()
+                )));
+            }
+            return Ok(());
+        }
+        let (Some(&k0), Some(&kn), Some(&vn)) = (keys.first(), keys.last(), ends.last()) else {
+            return Ok(());
+        };
+        if let Some(t) = self.table.as_mut() {
+            if t.last_key.is_none() {
+                t.min_key = k0;
+            }
+            t.last_key = Some(kn);
+            t.entries += keys.len() as u64;
+            t.value_bytes += vn as u64;
+        }
+        let limit = self.block_target.min(super::MAX_BLOCK_LEN);
+        let filter = self.filters.is_some() && t_id_is_postings(&self.table);
+        let mut i = 0;
+        while i < keys.len() {
+            let start = if i == 0 { 0 } else { ends[i - 1] };
+            let c = self
+                .block
+                .push_run(&keys[i..], &ends[i..], start, bytes, limit);
+            if filter {
+                self.filter_keys.extend_from_slice(&keys[i..i + c]);
+            }
+            i += c;
+            if i < keys.len() {
+                self.flush_block()?;
+            }
+        }
+        Ok(())
+    }
+
     /// `add` of a value already in this writer's format.
     fn add_stored(&mut self, key: u64, value: &[u8]) -> Result<()> {
         self.check_usable()?;
