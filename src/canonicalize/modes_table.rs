@@ -323,6 +323,16 @@ impl Tree {
 
     pub(super) fn in_cell<'a>(&mut self, tok: Tok<'a>) -> Step<'a> {
         use Tag::*;
+        let named = match &tok {
+            Tok::Start(t) => in_cell_names(false, t.tag),
+            Tok::End(t) => in_cell_names(true, t.tag),
+            _ => false,
+        };
+        if !named {
+            // Text, comments, doctypes, end of file and every other tag (`process_tag` and
+            // `process_chars` take this path directly for tags and text).
+            return self.in_body(tok);
+        }
         match tok {
             Tok::End(t) if matches!(t.tag, Td | Th) => {
                 if self.in_scope(t.tag, Scope::Table) {
@@ -353,6 +363,7 @@ impl Tree {
                 self.close_cell();
                 Step::Again(tok)
             }
+            // Only the tags of `in_cell_names` get here.
             _ => self.in_body(tok),
         }
     }
@@ -368,5 +379,23 @@ impl Tree {
         }
         self.clear_afe_to_marker();
         self.mode = Mode::InRow;
+    }
+}
+
+/// The tags the "in cell" insertion mode has rules of its own for (end tags if `end`, else
+/// start tags); it sends every other tag to the in-body rules.
+#[inline(always)]
+pub(super) fn in_cell_names(end: bool, tag: Tag) -> bool {
+    use Tag::*;
+    if end {
+        matches!(
+            tag,
+            Td | Th | Body | Caption | Col | Colgroup | Html | Table | Tbody | Tfoot | Thead | Tr
+        )
+    } else {
+        matches!(
+            tag,
+            Caption | Col | Colgroup | Tbody | Td | Tfoot | Th | Thead | Tr
+        )
     }
 }
