@@ -240,7 +240,7 @@ mod tests {
             "</math>", "<script>s</script>", "<style>s</style>", "<template>t</template>",
             "<textarea>r</textarea>", "<form>", "</form>", "<frameset>", "<input type=hidden>",
             "<hr>", "<img>", "<foo>", "</foo>", "<!-- c -->", "word", "Wörd ", " ", "\n  ",
-            "x&amp;y", "&nbsp;",
+            "x&amp;y", "&nbsp;", "a", "b", "c", "d", "e", "f",
         ];
         let mut failures = Vec::new();
         for seed in 0..3000u64 {
