@@ -318,17 +318,17 @@ impl Dom {
             let node = &nodes[n as usize];
             match node.kind {
                 Kind::Text { first, last } => {
-                    if first == last {
-                        let text = self.bytes(&self.chunks[first as usize], source);
-                        // Short whitespace between tags (a third of the text nodes) has no
-                        // words: bytes up to the space are ASCII non-word characters.
-                        if !(text.len() <= 16 && text.iter().all(|&b| b <= b' ')) {
-                            super::words::append_words(text, out);
-                        }
+                    let text = if first == last {
+                        self.bytes(&self.chunks[first as usize], source)
                     } else {
                         scratch.clear();
                         self.push_text(first, source, scratch);
-                        super::words::append_words(scratch, out);
+                        &scratch[..]
+                    };
+                    // Short whitespace between tags (a third of the text nodes) has no
+                    // words: bytes up to the space are ASCII non-word characters.
+                    if !(text.len() <= 16 && text.iter().all(|&b| b <= b' ')) {
+                        super::words::append_words_inline(text, out);
                     }
                 }
                 Kind::Element { tag } => {
