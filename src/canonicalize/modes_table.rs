@@ -7,7 +7,7 @@
 //! and the text-node merging follow the spec.
 
 use super::tags::{Scope, Tag};
-use super::tree::{all_ws, Mode, Step, Tok, Tree};
+use super::tree::{all_ws, in_cell_names, Mode, Step, Tok, Tree};
 
 impl Tree {
     pub(super) fn in_table<'a>(&mut self, tok: Tok<'a>) -> Step<'a> {
@@ -379,23 +379,5 @@ impl Tree {
         }
         self.clear_afe_to_marker();
         self.mode = Mode::InRow;
-    }
-}
-
-/// The tags the "in cell" insertion mode has rules of its own for (end tags if `end`, else
-/// start tags); it sends every other tag to the in-body rules.
-#[inline(always)]
-pub(super) fn in_cell_names(end: bool, tag: Tag) -> bool {
-    use Tag::*;
-    if end {
-        matches!(
-            tag,
-            Td | Th | Body | Caption | Col | Colgroup | Html | Table | Tbody | Tfoot | Thead | Tr
-        )
-    } else {
-        matches!(
-            tag,
-            Caption | Col | Colgroup | Tbody | Td | Tfoot | Th | Thead | Tr
-        )
     }
 }

@@ -345,10 +345,7 @@ impl Tree {
     /// same direct path: those rules send it to the in-body rules.
     #[inline(never)]
     fn tag_other(&mut self, end: bool, t: TagTok) {
-        if self.mode == Mode::InCell
-            && !super::modes_table::in_cell_names(end, t.tag)
-            && self.cur().ns == Ns::Html
-        {
+        if self.mode == Mode::InCell && !in_cell_names(end, t.tag) && self.cur().ns == Ns::Html {
             self.body_tag(end, t);
             return;
         }
@@ -518,5 +515,23 @@ impl Tree {
 
     pub(super) fn marker() -> Fmt {
         MARKER
+    }
+}
+
+/// The tags the "in cell" insertion mode has rules of its own for (end tags if `end`, else
+/// start tags); it sends every other tag to the in-body rules.
+#[inline(always)]
+pub(super) fn in_cell_names(end: bool, tag: Tag) -> bool {
+    use Tag::*;
+    if end {
+        matches!(
+            tag,
+            Td | Th | Body | Caption | Col | Colgroup | Html | Table | Tbody | Tfoot | Thead | Tr
+        )
+    } else {
+        matches!(
+            tag,
+            Caption | Col | Colgroup | Tbody | Td | Tfoot | Th | Thead | Tr
+        )
     }
 }
