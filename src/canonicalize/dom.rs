@@ -300,6 +300,11 @@ impl Dom {
     /// the space `body_text` puts before each node ends any word and stops the final-sigma
     /// rule's look around a `Σ` (a space is neither cased nor case-ignorable) just as the
     /// node's ends do, and `append_words` starts every call outside a word.
+    ///
+    /// The walk is `walk`'s, written out: a node that is never the root (the walk starts at
+    /// the root's first child and climbs back no higher than the root) goes to its next
+    /// sibling without the climb loop's root test.
+    #[inline(never)]
     pub(super) fn body_words(
         &self,
         root: NodeId,
@@ -307,26 +312,51 @@ impl Dom {
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
     ) {
-        self.walk(root, |_, node| match node.kind {
-            Kind::Text { first, last } => {
-                if first == last {
-                    let text = self.bytes(&self.chunks[first as usize], source);
-                    // Short whitespace between tags (a third of the text nodes) has no words:
-                    // bytes up to the space are ASCII non-word characters.
-                    if text.len() <= 16 && text.iter().all(|&b| b <= b' ') {
-                        return false;
+        let nodes = &self.nodes[..];
+        let mut n = nodes[root as usize].first;
+        while n != NIL {
+            let node = &nodes[n as usize];
+            match node.kind {
+                Kind::Text { first, last } => {
+                    let text = if first == last {
+                        self.bytes(&self.chunks[first as usize], source)
+                    } else {
+                        scratch.clear();
+                        self.push_text(first, source, scratch);
+                        &scratch[..]
+                    };
+                    // Short whitespace between tags (a third of the text nodes) has no
+                    // words: bytes up to the space are ASCII non-word characters.
+                    if !(text.len() <= 16 && text.iter().all(|&b| b <= b' ')) {
+                        super::words::append_words_inline(text, out);
                     }
-                    super::words::append_words(text, out);
-                } else {
-                    scratch.clear();
-                    self.push_text(first, source, scratch);
-                    super::words::append_words(scratch, out);
                 }
-                false
+                Kind::Element { tag } => {
+                    if node.first != NIL && !tag.drops_content() {
+                        n = node.first;
+                        continue;
+                    }
+                }
+                Kind::Comment => {}
             }
-            Kind::Element { tag } => !tag.drops_content(),
-            Kind::Comment => false,
-        });
+            if node.next != NIL {
+                n = node.next;
+                continue;
+            }
+            // Climb to the first ancestor below the root with a next sibling.
+            let mut m = node.parent;
+            loop {
+                if m == root || m == NIL {
+                    return;
+                }
+                let mn = &nodes[m as usize];
+                if mn.next != NIL {
+                    n = mn.next;
+                    break;
+                }
+                m = mn.parent;
+            }
+        }
     }
 
     /// The text of `root`'s subtree as `body_text` gives it, without boilerplate blocks

@@ -7,7 +7,7 @@
 //! and the text-node merging follow the spec.
 
 use super::tags::{Scope, Tag};
-use super::tree::{all_ws, Mode, Step, Tok, Tree};
+use super::tree::{all_ws, in_cell_names, Mode, Step, Tok, Tree};
 
 impl Tree {
     pub(super) fn in_table<'a>(&mut self, tok: Tok<'a>) -> Step<'a> {
@@ -323,6 +323,16 @@ impl Tree {
 
     pub(super) fn in_cell<'a>(&mut self, tok: Tok<'a>) -> Step<'a> {
         use Tag::*;
+        let named = match &tok {
+            Tok::Start(t) => in_cell_names(false, t.tag),
+            Tok::End(t) => in_cell_names(true, t.tag),
+            _ => false,
+        };
+        if !named {
+            // Text, comments, doctypes, end of file and every other tag (`process_tag` and
+            // `process_chars` take this path directly for tags and text).
+            return self.in_body(tok);
+        }
         match tok {
             Tok::End(t) if matches!(t.tag, Td | Th) => {
                 if self.in_scope(t.tag, Scope::Table) {
@@ -353,6 +363,7 @@ impl Tree {
                 self.close_cell();
                 Step::Again(tok)
             }
+            // Only the tags of `in_cell_names` get here.
             _ => self.in_body(tok),
         }
     }

@@ -316,8 +316,8 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
         raw
     };
     let tag = if key != 0 {
-        debug_assert_eq!(Tag::from_key(key), Tag::from_name(name));
-        Tag::from_key(key)
+        debug_assert_eq!(Tag::from_short_key(key), Tag::from_name(name));
+        Tag::from_short_key(key)
     } else {
         Tag::from_name(name)
     };
@@ -363,7 +363,7 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
 /// The tag name starting at `html[start]` (a letter) when it ends within the 8 bytes from
 /// `start` at one of the tag name state's ends (whitespace, `/`, `>`): returns the position of
 /// that end, whether the name may have an upper-case ASCII letter (a byte without bit 5:
-/// `A-Z`, but also `@[\]^_` and some non-ASCII bytes), and a key for `Tag::from_key`: the
+/// `A-Z`, but also `@[\]^_` and some non-ASCII bytes), and a key for `Tag::from_short_key`: the
 /// name's bytes with bit 5 set. That key is `tags::pack` of the lowered name when the name is
 /// ASCII letters, digits and `-` (every known tag name), and for any other name it is no known
 /// name's pack (it holds a byte that is none of those), so the lookup gives
@@ -371,7 +371,7 @@ fn tag(html: &[u8], i: usize, glue: &mut Glue<'_>) -> TagResult {
 /// than 8 bytes are left, the name is longer, or a control byte that is not whitespace comes
 /// first (it belongs to the name).
 #[inline(always)]
-fn short_name(html: &[u8], start: usize) -> Option<(usize, bool, u128)> {
+fn short_name(html: &[u8], start: usize) -> Option<(usize, bool, u64)> {
     const BIT5: u64 = 0x2020_2020_2020_2020;
     let w = load8(html, start)?;
     // Bytes below 0x21, `/` and `>`: the lowest flag of the three is exact.
@@ -394,7 +394,7 @@ fn short_name(html: &[u8], start: usize) -> Option<(usize, bool, u128)> {
     let name = (1u64 << at) - 1;
     let w = w & name;
     let key = w | (BIT5 & name);
-    Some((start + k, key != w, u128::from(key)))
+    Some((start + k, key != w, key))
 }
 
 /// From the end of a tag name at `html[j]`, through the attributes to the tag's `>`: returns
@@ -756,10 +756,10 @@ mod tests {
                     .iter()
                     .all(|&b| b.is_ascii_alphanumeric() || b == b'-')
                 {
-                    assert_eq!(key, super::super::tags::pack(&lowered), "{s:?}");
+                    assert_eq!(u128::from(key), super::super::tags::pack(&lowered), "{s:?}");
                 }
                 assert_eq!(
-                    super::super::tags::Tag::from_key(key),
+                    super::super::tags::Tag::from_short_key(key),
                     super::super::tags::Tag::from_name(&lowered),
                     "{s:?}"
                 );
@@ -782,8 +782,8 @@ mod tests {
                     s.extend_from_slice(b"12345678");
                     let (at, up, key) = short_name(&s, 1).expect("a short name");
                     assert_eq!((at, up), (1 + name.len(), upper));
-                    assert_eq!(key, super::super::tags::pack(name));
-                    assert_eq!(super::super::tags::Tag::from_key(key), tag);
+                    assert_eq!(u128::from(key), super::super::tags::pack(name));
+                    assert_eq!(super::super::tags::Tag::from_short_key(key), tag);
                 }
             }
         }

@@ -164,6 +164,58 @@ static TAG_VALUES: [Tag; TAG_SLOTS] = {
     v
 };
 
+/// Slots of the short-name table: every known tag name of at most 8 bytes (116 of them) at its
+/// own slot, so a lookup is one probe.
+const SHORT_SLOTS: usize = 512;
+/// A multiplier that sends every known name of at most 8 bytes to a different slot (found by
+/// trying random odd multipliers; the table's construction asserts it).
+const SHORT_MUL: u64 = 0xCE36_46E0_12A6_AE39;
+
+/// The slot of a packed name of at most 8 bytes.
+#[inline(always)]
+const fn short_slot(key: u64) -> usize {
+    (key.wrapping_mul(SHORT_MUL) >> (64 - SHORT_SLOTS.trailing_zeros())) as usize
+}
+
+/// The short-name table: keys (`pack` of the name as u64; 0 for a free slot) and tags.
+const SHORT_TABLE: ([u64; SHORT_SLOTS], [Tag; SHORT_SLOTS]) = {
+    let mut k = [0u64; SHORT_SLOTS];
+    let mut v = [Tag::Other; SHORT_SLOTS];
+    let mut j = 0;
+    while j < ALL_TAGS.len() {
+        let name = ALL_TAGS[j].0;
+        if name.len() <= 8 {
+            let key = pack(name) as u64;
+            let i = short_slot(key);
+            assert!(
+                k[i] == 0,
+                "two short tag names share a slot: change SHORT_MUL"
+            );
+            k[i] = key;
+            v[i] = ALL_TAGS[j].1;
+        }
+        j += 1;
+    }
+    (k, v)
+};
+static SHORT_KEYS: [u64; SHORT_SLOTS] = SHORT_TABLE.0;
+static SHORT_TAGS: [Tag; SHORT_SLOTS] = SHORT_TABLE.1;
+
+impl Tag {
+    /// `from_key(u128::from(key))` for a key of at most 8 bytes (as `scan::short_name` gives
+    /// it), by one probe of the short-name table: a known name of at most 8 bytes is at its
+    /// slot, and any other key finds a different key (or the free slot's 0) there.
+    #[inline(always)]
+    pub(super) fn from_short_key(key: u64) -> Tag {
+        let i = short_slot(key);
+        if SHORT_KEYS[i] == key {
+            SHORT_TAGS[i]
+        } else {
+            Tag::Other
+        }
+    }
+}
+
 /// Namespace of an element on the stack of open elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Ns {
@@ -428,6 +480,44 @@ mod tests {
         }
         for &(name, _) in ALL_TAGS {
             assert_eq!(pack_fast(name), pack(name));
+        }
+    }
+
+    /// The short-name table's one probe against the full table: every known name of at most
+    /// 8 bytes, its neighbours (one byte changed, cut, extended) and random keys.
+    #[test]
+    fn from_short_key_equals_from_key() {
+        let mut short = 0;
+        for &(name, tag) in ALL_TAGS.iter().filter(|(n, _)| n.len() <= 8) {
+            short += 1;
+            let key = pack(name) as u64;
+            assert_eq!(Tag::from_short_key(key), tag);
+            for i in 0..8 {
+                for flip in [1u64, 0x20, 0x80] {
+                    let k = key ^ (flip << (8 * i));
+                    assert_eq!(
+                        Tag::from_short_key(k),
+                        Tag::from_key(u128::from(k)),
+                        "{k:x}"
+                    );
+                }
+                let cut = key & ((1u64 << (8 * i)) - 1);
+                assert_eq!(Tag::from_short_key(cut), Tag::from_key(u128::from(cut)));
+            }
+        }
+        assert_eq!(short, 116);
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Letters and digits with bit 5 set, as `scan::short_name` builds keys.
+            let k = (x | 0x2020_2020_2020_2020) >> (8 * (x % 8));
+            assert_eq!(
+                Tag::from_short_key(k),
+                Tag::from_key(u128::from(k)),
+                "{k:x}"
+            );
         }
     }
 

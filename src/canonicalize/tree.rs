@@ -275,19 +275,42 @@ impl Tree {
     /// (what in_body would do, minus dispatch).
     #[inline]
     pub(super) fn process_chars(&mut self, s: &[u8]) {
+        if self.mode == Mode::InBody {
+            if let Some(node) = self.direct_text_target() {
+                self.dom.insert_text(node, NIL, s);
+                return;
+            }
+        }
+        self.chars_other(s);
+    }
+
+    /// `process_chars` outside the in-body mode's direct path. Text in a table cell takes the
+    /// same direct path: the "in cell" rules send character tokens to the in-body rules.
+    #[inline(never)]
+    fn chars_other(&mut self, s: &[u8]) {
+        if self.mode == Mode::InCell {
+            if let Some(node) = self.direct_text_target() {
+                self.dom.insert_text(node, NIL, s);
+                return;
+            }
+        }
+        self.dispatch(Tok::Chars(s));
+    }
+
+    /// Where the in-body rules put a character token, if that is simply the end of the
+    /// current node: an HTML current node, `frameset-ok` already "not ok" (so the rules do
+    /// not change it), nothing to reconstruct in the active formatting elements, and no
+    /// foster parenting (only on while the in-table rules run).
+    #[inline(always)]
+    fn direct_text_target(&self) -> Option<NodeId> {
         let c = self.cur();
-        if self.mode == Mode::InBody
-            && c.ns == Ns::Html
+        (c.ns == Ns::Html
             && !self.frameset_ok
             && self
                 .afe
                 .last()
-                .is_none_or(|f| f.node == NIL || self.is_open(f.node))
-        {
-            self.dom.insert_text(c.node, NIL, s);
-            return;
-        }
-        self.dispatch(Tok::Chars(s));
+                .is_none_or(|f| f.node == NIL || self.is_open(f.node)))
+        .then_some(c.node)
     }
 
     /// `process(Tok::End(t))` if `end`, else `process(Tok::Start(t))`. In the body with an
@@ -298,14 +321,32 @@ impl Tree {
     #[inline]
     pub(super) fn process_tag(&mut self, end: bool, t: TagTok) {
         if self.mode == Mode::InBody && self.cur().ns == Ns::Html {
-            let step = if end {
-                self.body_end(t)
-            } else {
-                self.body_start(t)
-            };
-            if let Step::Again(tok) = step {
-                self.dispatch(tok);
-            }
+            self.body_tag(end, t);
+            return;
+        }
+        self.tag_other(end, t);
+    }
+
+    /// A tag for the in-body rules, then the dispatcher if they ask to reprocess it.
+    #[inline(always)]
+    fn body_tag(&mut self, end: bool, t: TagTok) {
+        let step = if end {
+            self.body_end(t)
+        } else {
+            self.body_start(t)
+        };
+        if let Step::Again(tok) = step {
+            self.dispatch(tok);
+        }
+    }
+
+    /// `process_tag` outside the in-body mode's direct path. In a table cell with an HTML
+    /// current node, every tag the "in cell" rules do not name (`in_cell_names`) takes the
+    /// same direct path: those rules send it to the in-body rules.
+    #[inline(never)]
+    fn tag_other(&mut self, end: bool, t: TagTok) {
+        if self.mode == Mode::InCell && !in_cell_names(end, t.tag) && self.cur().ns == Ns::Html {
+            self.body_tag(end, t);
             return;
         }
         self.dispatch(if end { Tok::End(t) } else { Tok::Start(t) });
@@ -474,5 +515,23 @@ impl Tree {
 
     pub(super) fn marker() -> Fmt {
         MARKER
+    }
+}
+
+/// The tags the "in cell" insertion mode has rules of its own for (end tags if `end`, else
+/// start tags); it sends every other tag to the in-body rules.
+#[inline(always)]
+pub(super) fn in_cell_names(end: bool, tag: Tag) -> bool {
+    use Tag::*;
+    if end {
+        matches!(
+            tag,
+            Td | Th | Body | Caption | Col | Colgroup | Html | Table | Tbody | Tfoot | Thead | Tr
+        )
+    } else {
+        matches!(
+            tag,
+            Caption | Col | Colgroup | Tbody | Td | Tfoot | Th | Thead | Tr
+        )
     }
 }

@@ -203,6 +203,12 @@ mod swar {
 /// and a separator run is skipped block by block. Only non-ASCII characters are decoded and
 /// looked up in the Unicode tables.
 pub(super) fn append_words(b: &[u8], out: &mut Vec<u8>) {
+    append_words_inline(b, out)
+}
+
+/// `append_words`, inlined into the caller (the DOM walk's one call site).
+#[inline(always)]
+pub(super) fn append_words_inline(b: &[u8], out: &mut Vec<u8>) {
     // ASCII output never outgrows the input: a word is copied as is, and every space before a
     // word but the first stands for at least one separator byte of the input.
     // (Plus 8: the word loop stores eight bytes at a time before cutting to the word.)
