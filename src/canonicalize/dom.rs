@@ -300,10 +300,6 @@ impl Dom {
     /// the space `body_text` puts before each node ends any word and stops the final-sigma
     /// rule's look around a `Σ` (a space is neither cased nor case-ignorable) just as the
     /// node's ends do, and `append_words` starts every call outside a word.
-    ///
-    /// The walk is `walk`'s, written out: a node that is never the root (the walk starts at
-    /// the root's first child and climbs back no higher than the root) goes to its next
-    /// sibling without the climb loop's root test.
     #[inline(never)]
     pub(super) fn body_words(
         &self,
@@ -312,51 +308,25 @@ impl Dom {
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
     ) {
-        let nodes = &self.nodes[..];
-        let mut n = nodes[root as usize].first;
-        while n != NIL {
-            let node = &nodes[n as usize];
-            match node.kind {
-                Kind::Text { first, last } => {
-                    let text = if first == last {
-                        self.bytes(&self.chunks[first as usize], source)
-                    } else {
-                        scratch.clear();
-                        self.push_text(first, source, scratch);
-                        &scratch[..]
-                    };
-                    // Short whitespace between tags (a third of the text nodes) has no
-                    // words: bytes up to the space are ASCII non-word characters.
-                    if !(text.len() <= 16 && text.iter().all(|&b| b <= b' ')) {
-                        super::words::append_words_inline(text, out);
-                    }
+        self.walk(root, |_, node| match node.kind {
+            Kind::Text { first, last } => {
+                let text = if first == last {
+                    self.bytes(&self.chunks[first as usize], source)
+                } else {
+                    scratch.clear();
+                    self.push_text(first, source, scratch);
+                    &scratch[..]
+                };
+                // Short whitespace between tags (a third of the text nodes) has no words:
+                // bytes up to the space are ASCII non-word characters.
+                if !(text.len() <= 16 && text.iter().all(|&b| b <= b' ')) {
+                    super::words::append_words_inline(text, out);
                 }
-                Kind::Element { tag } => {
-                    if node.first != NIL && !tag.drops_content() {
-                        n = node.first;
-                        continue;
-                    }
-                }
-                Kind::Comment => {}
+                false
             }
-            if node.next != NIL {
-                n = node.next;
-                continue;
-            }
-            // Climb to the first ancestor below the root with a next sibling.
-            let mut m = node.parent;
-            loop {
-                if m == root || m == NIL {
-                    return;
-                }
-                let mn = &nodes[m as usize];
-                if mn.next != NIL {
-                    n = mn.next;
-                    break;
-                }
-                m = mn.parent;
-            }
-        }
+            Kind::Element { tag } => !tag.drops_content(),
+            Kind::Comment => false,
+        });
     }
 
     /// The text of `root`'s subtree as `body_text` gives it, without boilerplate blocks
@@ -450,28 +420,34 @@ impl Dom {
 
     /// Visits `root`'s descendants in document order; `visit` returns whether to enter the
     /// node's children. Iterative.
+    #[inline(always)]
     fn walk(&self, root: NodeId, mut visit: impl FnMut(NodeId, &Node) -> bool) {
-        let mut n = self.nodes[root as usize].first;
+        let nodes = &self.nodes[..];
+        let mut n = nodes[root as usize].first;
         while n != NIL {
-            let node = &self.nodes[n as usize];
+            let node = &nodes[n as usize];
             if visit(n, node) && node.first != NIL {
                 n = node.first;
                 continue;
             }
-            let mut m = n;
+            // `n` is never the root (the walk starts at the root's first child and climbs no
+            // higher than the root): its next sibling first, without the climb loop's tests.
+            if node.next != NIL {
+                n = node.next;
+                continue;
+            }
+            // Climb to the first ancestor below the root with a next sibling.
+            let mut m = node.parent;
             loop {
-                if m == root {
+                if m == root || m == NIL {
                     return;
                 }
-                let mn = &self.nodes[m as usize];
+                let mn = &nodes[m as usize];
                 if mn.next != NIL {
                     n = mn.next;
                     break;
                 }
                 m = mn.parent;
-                if m == NIL {
-                    return;
-                }
             }
         }
     }
