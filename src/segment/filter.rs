@@ -65,99 +65,53 @@ fn segment_len(n: usize) -> u32 {
 /// filter" value when no seed works (never observed: the failure rate per seed is well below
 /// 1 % at these sizes).
 pub fn build(keys: &[u64], out: &mut Vec<u8>) {
-    FilterScratch::default().build(keys, out)
-}
-
-/// One slot of the construction: the xor of the hashes of the keys that map to it and their
-/// count, side by side (one cache line per slot visited, not two).
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    xor: u64,
-    count: u32,
-}
-
-/// The construction's working memory, kept between filters by a thread that builds many
-/// (the writer's filter thread): [`FilterScratch::build`] gives the bytes [`build`] gives.
-#[derive(Default)]
-pub struct FilterScratch {
-    table: Vec<Slot>,
-    /// Slots with one key left, to peel (a stack: the last found is peeled first; `cap + 1`
-    /// long, the queued ones first).
-    queue: Vec<u32>,
-    /// `(slot, hash)` of the keys in the order they were peeled.
-    stack: Vec<(u32, u64)>,
-}
-
-impl FilterScratch {
-    /// [`build`] with this scratch space: peels the keys in the same order (slots with one key
-    /// queued in slot order at first, then as the peeling leaves them one key, the last
-    /// queued peeled first), so the same fingerprints and the same bytes.
-    pub fn build(&mut self, keys: &[u64], out: &mut Vec<u8>) {
-        let len = segment_len(keys.len());
-        let cap = 3 * len as usize;
-        // Slot numbers are u32: a block's keys are far fewer than 2^32 / 1.23.
-        debug_assert!(cap <= u32::MAX as usize);
-        let Self {
-            table,
-            queue,
-            stack,
-        } = self;
-        for attempt in 0..MAX_ATTEMPTS {
-            let s = seed(attempt);
-            table.clear();
-            table.resize(cap, Slot::default());
-            for &k in keys {
-                let h = mix(k, s);
-                for i in slots(h, len) {
-                    let e = &mut table[i];
-                    e.xor ^= h;
-                    e.count += 1;
-                }
+    let len = segment_len(keys.len());
+    let cap = 3 * len as usize;
+    let mut xor = vec![0u64; cap];
+    let mut count = vec![0u32; cap];
+    let mut queue: Vec<usize> = Vec::with_capacity(cap);
+    let mut stack: Vec<(usize, u64)> = Vec::with_capacity(keys.len());
+    for attempt in 0..MAX_ATTEMPTS {
+        let s = seed(attempt);
+        xor.iter_mut().for_each(|x| *x = 0);
+        count.iter_mut().for_each(|c| *c = 0);
+        for &k in keys {
+            let h = mix(k, s);
+            for i in slots(h, len) {
+                xor[i] ^= h;
+                count[i] += 1;
             }
-            // The queue without a branch per slot: every candidate is written at the end
-            // and counted only if it has one key (each slot is queued at most once: counts
-            // only fall, and a slot is queued when its count is or becomes 1; the last write
-            // may go one past the queued ones, hence the spare slot).
-            queue.clear();
-            queue.resize(cap + 1, 0);
-            let mut queued = 0usize;
-            for (i, e) in table.iter().enumerate() {
-                queue[queued] = i as u32;
-                queued += (e.count == 1) as usize;
-            }
-            stack.clear();
-            while queued > 0 {
-                queued -= 1;
-                let i = queue[queued];
-                let e = table[i as usize];
-                if e.count != 1 {
-                    continue;
-                }
-                let h = e.xor;
-                stack.push((i, h));
-                for j in slots(h, len) {
-                    let e = &mut table[j];
-                    e.xor ^= h;
-                    e.count -= 1;
-                    queue[queued] = j as u32;
-                    queued += (e.count == 1) as usize;
-                }
-            }
-            if stack.len() != keys.len() {
+        }
+        queue.clear();
+        queue.extend((0..cap).filter(|&i| count[i] == 1));
+        stack.clear();
+        while let Some(i) = queue.pop() {
+            if count[i] != 1 {
                 continue;
             }
-            out.reserve(FILTER_HEADER_LEN + cap);
-            out.extend_from_slice(&s.to_le_bytes());
-            out.extend_from_slice(&len.to_le_bytes());
-            let at = out.len();
-            out.resize(at + cap, 0);
-            let fp = &mut out[at..];
-            for &(i, h) in stack.iter().rev() {
-                let [a, b, c] = slots(h, len);
-                fp[i as usize] = fingerprint(h) ^ fp[a] ^ fp[b] ^ fp[c];
+            let h = xor[i];
+            stack.push((i, h));
+            for j in slots(h, len) {
+                xor[j] ^= h;
+                count[j] -= 1;
+                if count[j] == 1 {
+                    queue.push(j);
+                }
             }
-            return;
         }
+        if stack.len() != keys.len() {
+            continue;
+        }
+        let mut fp = vec![0u8; cap];
+        for &(i, h) in stack.iter().rev() {
+            let [a, b, c] = slots(h, len);
+            fp[i] = fingerprint(h) ^ fp[a] ^ fp[b] ^ fp[c];
+        }
+        out.reserve(FILTER_HEADER_LEN + cap);
+        out.extend_from_slice(&s.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&fp);
+        return;
     }
 }
 
@@ -301,114 +255,6 @@ mod tests {
         }
     }
 
-    /// The construction as it was first written (separate xor and count arrays, a fresh
-    /// allocation per filter): [`build`] and a reused [`FilterScratch`] must give its bytes.
-    fn reference_build(keys: &[u64], out: &mut Vec<u8>) {
-        let len = segment_len(keys.len());
-        let cap = 3 * len as usize;
-        let mut xor = vec![0u64; cap];
-        let mut count = vec![0u32; cap];
-        let mut queue: Vec<usize> = Vec::with_capacity(cap);
-        let mut stack: Vec<(usize, u64)> = Vec::with_capacity(keys.len());
-        for attempt in 0..MAX_ATTEMPTS {
-            let s = seed(attempt);
-            xor.iter_mut().for_each(|x| *x = 0);
-            count.iter_mut().for_each(|c| *c = 0);
-            for &k in keys {
-                let h = mix(k, s);
-                for i in slots(h, len) {
-                    xor[i] ^= h;
-                    count[i] += 1;
-                }
-            }
-            queue.clear();
-            queue.extend((0..cap).filter(|&i| count[i] == 1));
-            stack.clear();
-            while let Some(i) = queue.pop() {
-                if count[i] != 1 {
-                    continue;
-                }
-                let h = xor[i];
-                stack.push((i, h));
-                for j in slots(h, len) {
-                    xor[j] ^= h;
-                    count[j] -= 1;
-                    if count[j] == 1 {
-                        queue.push(j);
-                    }
-                }
-            }
-            if stack.len() != keys.len() {
-                continue;
-            }
-            let mut fp = vec![0u8; cap];
-            for &(i, h) in stack.iter().rev() {
-                let [a, b, c] = slots(h, len);
-                fp[i] = fingerprint(h) ^ fp[a] ^ fp[b] ^ fp[c];
-            }
-            out.extend_from_slice(&s.to_le_bytes());
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(&fp);
-            return;
-        }
-    }
-
-    #[test]
-    fn scratch_build_equals_the_reference_bytes() {
-        let mut scratch = FilterScratch::default();
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            state = mix(state, 7);
-            state
-        };
-        let (mut retried, mut built) = (0, 0);
-        for round in 0..1500u64 {
-            // Sizes from empty to a large block's keys, growing and shrinking (the scratch
-            // is reused at every size); dense, sparse and clustered keys.
-            let n = match round % 5 {
-                0 => (next() % 8) as usize,
-                1 => (next() % 200) as usize,
-                2 => (next() % 3000) as usize,
-                3 => 5000 + (next() % 4000) as usize,
-                _ => (next() % 60) as usize,
-            };
-            let base = next();
-            let ks: Vec<u64> = match round % 3 {
-                0 => (0..n as u64).map(|_| next()).collect(),
-                1 => (0..n as u64).map(|i| base.wrapping_add(i)).collect(),
-                _ => (0..n as u64)
-                    .map(|i| (base & !0xffff_ffff) | i << 20)
-                    .collect(),
-            };
-            let mut ks = ks;
-            ks.sort_unstable();
-            ks.dedup();
-            // The output is appended after what the buffer holds.
-            let (mut want, mut got, mut fresh) = (vec![7u8; 3], vec![7u8; 3], Vec::new());
-            reference_build(&ks, &mut want);
-            scratch.build(&ks, &mut got);
-            build(&ks, &mut fresh);
-            assert_eq!(got, want, "round {round}, {} keys", ks.len());
-            assert_eq!(fresh, want[3..], "round {round}");
-            if want.len() > 3 {
-                built += 1;
-                if want[3..11] != seed(0).to_le_bytes() {
-                    retried += 1;
-                }
-            }
-        }
-        assert_eq!(built, 1500);
-        // A repeated key never peels: every seed fails, both give the empty "no filter".
-        for ks in [vec![5u64, 5], vec![1, 2, 3, 3, 4], vec![9; 40]] {
-            let (mut want, mut got) = (Vec::new(), vec![1u8]);
-            reference_build(&ks, &mut want);
-            scratch.build(&ks, &mut got);
-            assert!(want.is_empty());
-            assert_eq!(got, [1u8]);
-        }
-        eprintln!("{retried} of {built} filters needed a second seed or more");
-    }
-
     #[test]
     fn deterministic_bytes() {
         let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -460,34 +306,6 @@ mod tests {
                 })
                 .collect();
             crate::segment::fuzz::key_filter(&bytes);
-        }
-    }
-
-    /// Times [`FilterScratch::build`] against [`reference_build`] on blocks of 2,000-6,000
-    /// random keys (a POSTINGS block's); not a check: `cargo test --release --lib
-    /// filter_build_speed -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn filter_build_speed() {
-        let blocks: Vec<Vec<u64>> = (0..400u64)
-            .map(|b| keys(2000 + (b as usize * 37) % 4000, b + 100))
-            .collect();
-        let mut scratch = FilterScratch::default();
-        let mut out = Vec::new();
-        for round in 0..5 {
-            let t = std::time::Instant::now();
-            for ks in &blocks {
-                out.clear();
-                reference_build(ks, &mut out);
-            }
-            let r = t.elapsed();
-            let t = std::time::Instant::now();
-            for ks in &blocks {
-                out.clear();
-                scratch.build(ks, &mut out);
-            }
-            let n = t.elapsed();
-            eprintln!("round {round}: reference {r:?}, scratch {n:?}");
         }
     }
 }

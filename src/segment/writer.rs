@@ -115,10 +115,9 @@ impl FilterThread {
         let handle = std::thread::Builder::new()
             .name("ndd-filters".into())
             .spawn(move || {
-                let mut scratch = super::filter::FilterScratch::default();
                 for keys in keys_rx {
                     let mut f = Vec::new();
-                    scratch.build(&keys, &mut f);
+                    super::filter::build(&keys, &mut f);
                     if done_tx.send((f, keys)).is_err() {
                         return; // the writer is gone
                     }
