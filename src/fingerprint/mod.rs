@@ -348,12 +348,8 @@ fn fingerprint_with(text: &str, opts: &FingerprintOptions, s: &mut Scratch) -> F
     // Each word is hashed once: the hashes feed both the simhash and the word shingles.
     let word_hashes = &mut s.word_hashes;
     word_hashes.clear();
-    let mut sim = simhash::Accumulator::new();
-    for_each_word(text, |w| {
-        let h = hash::word_hash(w);
-        word_hashes.push(h);
-        sim.add(h);
-    });
+    for_each_word(text, |w| word_hashes.push(hash::word_hash(w)));
+    let sim = simhash::of_hashes(word_hashes);
     let n_words = word_hashes.len();
     let raw = &mut s.raw;
     raw.clear();
@@ -368,7 +364,7 @@ fn fingerprint_with(text: &str, opts: &FingerprintOptions, s: &mut Scratch) -> F
         features: opts.sample.apply(set),
         shingles,
         words: saturate(n_words),
-        simhash: sim.finish(),
+        simhash: sim,
         digest: hash::digest(text),
     }
 }
