@@ -312,6 +312,35 @@ pub fn for_each_word<'a>(text: &'a str, mut f: impl FnMut(&'a [u8])) {
     }
 }
 
+/// The word hashes ([`hash::word_hash`]) of the words of `text`, in order, appended to `out`:
+/// [`for_each_word`]'s pieces, with the hash written in the loop (a closure called per word
+/// was not inlined: a call per word). Pinned by `word_hashes_equal_for_each_word`.
+pub fn word_hashes_into(text: &str, out: &mut Vec<u64>) {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    let b = text.as_bytes();
+    let n = b.len();
+    let mut start = 0;
+    let mut i = 0;
+    while i + 8 <= n {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[i..i + 8]);
+        let x = u64::from_le_bytes(a) ^ (LO * u64::from(b' '));
+        let space = !(((x & LOW7) + LOW7) | x | LOW7);
+        if space == 0 {
+            i += 8;
+            continue;
+        }
+        let end = i + (space.trailing_zeros() / 8) as usize;
+        if end > start {
+            out.push(hash::word_hash(&b[start..end]));
+        }
+        start = end + 1;
+        i = start;
+    }
+    for_each_word(&text[start..], |w| out.push(hash::word_hash(w)));
+}
+
 /// Per-thread buffers of `fingerprint`, reused from one document to the next: the word hashes
 /// and the raw shingle hashes (text order, with duplicates) and the scratch of their sort.
 #[derive(Default)]
@@ -348,12 +377,8 @@ fn fingerprint_with(text: &str, opts: &FingerprintOptions, s: &mut Scratch) -> F
     // Each word is hashed once: the hashes feed both the simhash and the word shingles.
     let word_hashes = &mut s.word_hashes;
     word_hashes.clear();
-    let mut sim = simhash::Accumulator::new();
-    for_each_word(text, |w| {
-        let h = hash::word_hash(w);
-        word_hashes.push(h);
-        sim.add(h);
-    });
+    word_hashes_into(text, word_hashes);
+    let sim = simhash::of_hashes(word_hashes);
     let n_words = word_hashes.len();
     let raw = &mut s.raw;
     raw.clear();
@@ -368,7 +393,7 @@ fn fingerprint_with(text: &str, opts: &FingerprintOptions, s: &mut Scratch) -> F
         features: opts.sample.apply(set),
         shingles,
         words: saturate(n_words),
-        simhash: sim.finish(),
+        simhash: sim,
         digest: hash::digest(text),
     }
 }

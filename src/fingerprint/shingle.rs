@@ -147,13 +147,19 @@ fn unique_prefix(v: &mut [u64]) -> Vec<u64> {
     if v.is_empty() {
         return Vec::new();
     }
-    let mut u = 1;
+    // v[..=u]: the distinct values so far; `last` is v[u] (duplicates are rare: the branch
+    // predicts well, and the loop reads v only through the iterator).
+    let mut u = 0;
+    let mut last = v[0];
     for i in 1..v.len() {
         let x = v[i];
-        v[u] = x;
-        u += usize::from(x != v[u - 1]);
+        if x != last {
+            u += 1;
+            v[u] = x;
+            last = x;
+        }
     }
-    v[..u].to_vec()
+    v[..=u].to_vec()
 }
 
 /// Hashes of the n-character shingles started at every word.

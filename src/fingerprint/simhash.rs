@@ -86,6 +86,87 @@ impl Accumulator {
     }
 }
 
+/// The simhash of the token hashes `hs` (the value of an [`Accumulator`] they are added to),
+/// counted sixteen tokens at a time: a carry-save adder tree (Harley and Seal's, as in
+/// positional population counts) keeps each bit position's count in bit planes (ones, twos,
+/// fours, eights: five operations per token), and only its carry out, one word per sixteen
+/// tokens, is spread into per-position byte counters. About eight instructions a token where
+/// the accumulator takes ~45. Pinned by `of_hashes_equals_the_accumulator`.
+pub fn of_hashes(hs: &[u64]) -> u64 {
+    // Carry-save adder: (high, low) bits of a + b + c, per bit position.
+    #[inline(always)]
+    fn csa(a: u64, b: u64, c: u64) -> (u64, u64) {
+        let u = a ^ b;
+        ((a & b) | (u & c), u ^ c)
+    }
+    let (mut ones, mut twos, mut fours, mut eights) = (0u64, 0u64, 0u64, 0u64);
+    // lanes[j], byte k: the sixteens of bit 8j + k not yet in `counts` (at most 255).
+    let mut lanes = [0u64; 8];
+    let mut counts = [0u64; 64];
+    let mut pending = 0u32;
+    let flush = |lanes: &mut [u64; 8], counts: &mut [u64; 64]| {
+        for (j, lane) in lanes.iter_mut().enumerate() {
+            for k in 0..8 {
+                counts[8 * j + k] += (*lane >> (8 * k)) & 0xFF;
+            }
+            *lane = 0;
+        }
+    };
+    let mut blocks = hs.chunks_exact(16);
+    for b in &mut blocks {
+        let b: &[u64; 16] = b.try_into().expect("chunks of 16");
+        let (twos_a, o) = csa(ones, b[0], b[1]);
+        let (twos_b, o) = csa(o, b[2], b[3]);
+        let (fours_a, t) = csa(twos, twos_a, twos_b);
+        let (twos_a, o) = csa(o, b[4], b[5]);
+        let (twos_b, o) = csa(o, b[6], b[7]);
+        let (fours_b, t) = csa(t, twos_a, twos_b);
+        let (eights_a, f) = csa(fours, fours_a, fours_b);
+        let (twos_a, o) = csa(o, b[8], b[9]);
+        let (twos_b, o) = csa(o, b[10], b[11]);
+        let (fours_a, t) = csa(t, twos_a, twos_b);
+        let (twos_a, o) = csa(o, b[12], b[13]);
+        let (twos_b, o) = csa(o, b[14], b[15]);
+        let (fours_b, t) = csa(t, twos_a, twos_b);
+        let (eights_b, f) = csa(f, fours_a, fours_b);
+        let (sixteens, e) = csa(eights, eights_a, eights_b);
+        (ones, twos, fours, eights) = (o, t, f, e);
+        for (j, lane) in lanes.iter_mut().enumerate() {
+            *lane += SPREAD[((sixteens >> (8 * j)) & 0xFF) as usize];
+        }
+        pending += 1;
+        if pending == 255 {
+            flush(&mut lanes, &mut counts);
+            pending = 0;
+        }
+    }
+    flush(&mut lanes, &mut counts);
+    // The last (fewer than sixteen) tokens, one at a time: a ripple carry through the planes.
+    for &h in blocks.remainder() {
+        let mut carry = h;
+        for plane in [&mut ones, &mut twos, &mut fours, &mut eights] {
+            let c = *plane & carry;
+            *plane ^= carry;
+            carry = c;
+        }
+        for (i, count) in counts.iter_mut().enumerate() {
+            *count += (carry >> i) & 1;
+        }
+    }
+    let total = hs.len() as u64;
+    let mut fp = 0u64;
+    for (i, &c) in counts.iter().enumerate() {
+        let low = ((ones >> i) & 1)
+            + 2 * ((twos >> i) & 1)
+            + 4 * ((fours >> i) & 1)
+            + 8 * ((eights >> i) & 1);
+        if 2 * (16 * c + low) > total {
+            fp |= 1 << i;
+        }
+    }
+    fp
+}
+
 /// 64-bit simhash of a canonical text; token hash = the word hash (`hash::word_hash`), the
 /// same value `fingerprint` computes once per word.
 pub fn simhash(text: &str) -> u64 {
@@ -193,6 +274,38 @@ mod tests {
         assert_eq!(acc.finish(), 0);
         assert_eq!(simhash(""), 0);
         assert_eq!(simhash("x"), hash::word_hash(b"x")); // one token: its own hash
+    }
+
+    /// `of_hashes` is the accumulator's value for every count around its block of sixteen and
+    /// its flush of 255 blocks, on random hashes, repeated ones (term frequency), all-ones and
+    /// all-zeros hashes (every count at its extreme) and single-bit ones (ties).
+    #[test]
+    fn of_hashes_equals_the_accumulator() {
+        let sizes = (0..100).chain([
+            255, 256, 4079, 4080, 4081, 4095, 4096, 8159, 8160, 8161, 20_000,
+        ]);
+        for n in sizes {
+            for kind in 0..5u64 {
+                let hs: Vec<u64> = (0..n as u64)
+                    .map(|i| {
+                        let r = hash::splitmix64_nth(kind, i);
+                        match kind {
+                            0 => r,
+                            1 => hash::splitmix64_nth(1, i % 7),
+                            2 => u64::MAX,
+                            3 => [0, u64::MAX, r][(r % 3) as usize],
+                            _ => 1 << (r % 64) | (i & 1) << 63,
+                        }
+                    })
+                    .collect();
+                let mut acc = Accumulator::new();
+                hs.iter().for_each(|&h| acc.add(h));
+                assert_eq!(of_hashes(&hs), acc.finish(), "n={n} kind={kind}");
+                if n <= 300 {
+                    assert_eq!(of_hashes(&hs), reference(&hs), "n={n} kind={kind}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -315,6 +315,24 @@ fn for_each_word_equals_words() {
     }
 }
 
+/// `word_hashes_into` hashes the pieces `for_each_word` finds (same texts as
+/// `for_each_word_equals_words`), appending to what the vector already holds.
+#[test]
+fn word_hashes_equal_for_each_word() {
+    let alphabet = ["a", "b", " ", "é", "xyzuvw", "  ", "abcdefghijklmnopq"];
+    for i in 0..20_000u64 {
+        let n = (hash::splitmix64_nth(5, i) % 60) as usize;
+        let t: String = (0..n)
+            .map(|k| alphabet[(hash::splitmix64_nth(i, k as u64) % 7) as usize])
+            .collect();
+        let mut want = vec![7u64];
+        for_each_word(&t, |w| want.push(hash::word_hash(w)));
+        let mut got = vec![7u64];
+        word_hashes_into(&t, &mut got);
+        assert_eq!(got, want, "{t:?}");
+    }
+}
+
 /// The fingerprint with its per-thread scratch is the one computed from the reference pieces
 /// (`words`, the byte-level shingle hashes, `sort_unstable` + `dedup`), document after
 /// document on one thread (the scratch is reused), for several shingle widths.
