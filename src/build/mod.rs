@@ -89,34 +89,22 @@ impl ListsSeen {
     /// Counts the posting list of `key` (added to POSTINGS as the next key): its df for
     /// FREQUENT and, in format 3, its documents' ranks for FORWARD.
     fn note(&mut self, key: u64, ids: &[u32]) -> Result<()> {
-        if self.ranked.is_some() {
-            let rank = self.rank()?;
-            if let Some(r) = self.ranked.as_mut() {
-                for &doc in ids {
-                    r.push(DocPair { a: doc, b: rank })?;
-                }
+        if let Some(r) = self.ranked.as_mut() {
+            let rank = u32::try_from(self.keys).map_err(|_| {
+                crate::error::Error::InvalidArgument(
+                    "a format-3 segment holds at most 2^32 POSTINGS keys".into(),
+                )
+            })?;
+            for &doc in ids {
+                r.push(DocPair { a: doc, b: rank })?;
             }
         }
-        self.count(key, ids);
-        Ok(())
-    }
-
-    /// The rank the next POSTINGS key gets (format 3 holds at most 2^32 keys).
-    fn rank(&self) -> Result<u32> {
-        u32::try_from(self.keys).map_err(|_| {
-            crate::error::Error::InvalidArgument(
-                "a format-3 segment holds at most 2^32 POSTINGS keys".into(),
-            )
-        })
-    }
-
-    /// [`ListsSeen::note`] without the ranks (placed by the caller): df and counts.
-    fn count(&mut self, key: u64, ids: &[u32]) {
         if ids.len() as u32 > FREQUENT_DF {
             self.frequent.push((key, ids.len() as u32));
         }
         self.keys += 1;
         self.postings += ids.len() as u64;
+        Ok(())
     }
 }
 
@@ -149,15 +137,13 @@ struct RankedForward {
 
 /// The ranks of every announced document in one array, placed as the postings arrive (a
 /// counting sort by document): document `docs[i]` owns `ranks[start[i]..start[i + 1]]`, and
-/// `cur[i].at - start[i]` counts the postings that listed it (more than its count is an
-/// error, reported by `end_postings` as the sorting path reports it).
+/// `fill[i]` counts the postings that listed it (more than its count is an error, reported by
+/// `end_postings` as the sorting path reports it).
 struct Direct {
     /// `docs[0].0` when the ids are consecutive (`slot = doc - first`); else binary search.
     dense_first: Option<u32>,
     start: Vec<usize>,
-    /// Where document `docs[i]`'s next rank goes, and the end of its slots, side by side (one
-    /// cache line a posting).
-    cur: Vec<Cursor>,
+    fill: Vec<u32>,
     ranks: Vec<u32>,
     /// The smallest listed doc that has no FORWARD entry.
     unknown: Option<u32>,
@@ -181,14 +167,8 @@ impl Direct {
         ranks.resize(total, 0);
         Direct {
             dense_first: dense.then(|| docs[0].0),
-            cur: start
-                .windows(2)
-                .map(|w| Cursor {
-                    at: w[0],
-                    end: w[1],
-                })
-                .collect(),
             start,
+            fill: vec![0; docs.len()],
             ranks,
             unknown: None,
         }
@@ -211,51 +191,12 @@ impl Direct {
             self.unknown = Some(self.unknown.map_or(doc, |u| u.min(doc)));
             return;
         };
-        self.put(i, rank);
-    }
-
-    /// Places `rank` in slot `i`'s next place (if its count leaves one) and counts it.
-    #[inline]
-    fn put(&mut self, i: usize, rank: u32) {
-        let c = &mut self.cur[i];
-        if c.at < c.end {
-            if let Some(r) = self.ranks.get_mut(c.at) {
-                *r = rank;
-            }
+        let at = self.start[i] + self.fill[i] as usize;
+        if at < self.start[i + 1] {
+            self.ranks[at] = rank;
         }
-        c.at += 1;
+        self.fill[i] += 1;
     }
-
-    /// [`Direct::push`] of every doc of one posting list.
-    #[inline]
-    fn push_list(&mut self, docs: &[(u32, u32)], ids: &[u32], rank: u32) {
-        let Some(first) = self.dense_first else {
-            for &doc in ids {
-                self.push(docs, doc, rank);
-            }
-            return;
-        };
-        for &doc in ids {
-            let i = doc.wrapping_sub(first) as usize;
-            if i < self.cur.len() {
-                self.put(i, rank);
-            } else {
-                self.unknown = Some(self.unknown.map_or(doc, |u| u.min(doc)));
-            }
-        }
-    }
-
-    /// The postings that listed document `docs[i]` so far.
-    fn fill(&self, i: usize) -> usize {
-        self.cur[i].at - self.start[i]
-    }
-}
-
-/// See [`Direct::cur`].
-#[derive(Clone, Copy)]
-struct Cursor {
-    at: usize,
-    end: usize,
 }
 
 impl RankedForward {
@@ -514,9 +455,9 @@ impl SegmentBuilder {
         use crate::error::Error;
         let mismatch = docs
             .iter()
-            .enumerate()
-            .map(|(i, doc)| (doc.0, doc.1, d.fill(i)))
-            .find(|&(_, count, fill)| fill != count as usize);
+            .zip(&d.fill)
+            .find(|(doc, &fill)| fill != doc.1)
+            .map(|(doc, &fill)| (doc.0, doc.1, fill));
         match (d.unknown, mismatch) {
             (Some(u), m) if m.is_none_or(|(doc, _, _)| u < doc) => {
                 return Err(Error::InvalidArgument(format!(
@@ -671,12 +612,10 @@ impl SegmentBuilder {
 
     /// POSTINGS and FREQUENT from the `(feature, doc)` records sorted by feature, then doc.
     ///
-    /// This thread groups the records into lists and encodes them; once a first chunk of
-    /// [`CHUNK_LISTS`] lists is ready, the blocks (their key filters, Elias-Fano keys, CRCs
-    /// and writes) are built by a thread of its own, fed chunks of encoded lists over a
-    /// channel [`CHUNKS_AHEAD`] deep. Format 3's ranks are placed by that thread too when
-    /// they go straight into their documents' slots ([`Placing`]: the chunks carry the
-    /// lists' doc ids), else by this one ([`ListsSeen::note`]: the sorted path). The writer gets the same
+    /// This thread groups the records into lists, encodes them and places their ranks
+    /// (format 3); once a first chunk of [`CHUNK_LISTS`] lists is ready, the blocks (their
+    /// key filters, Elias-Fano keys, CRCs and writes) are built by a thread of its own, fed
+    /// chunks of encoded lists over a channel [`CHUNKS_AHEAD`] deep. The writer gets the same
     /// `add` calls in the same order as [`SegmentBuilder::posting_list`] makes: the same bytes.
     pub fn postings_from_sorted(
         &mut self,
@@ -689,24 +628,10 @@ impl SegmentBuilder {
     fn postings_from_slices(&mut self, sorted: &mut dyn SortedSlices<KeyDoc>) -> Result<()> {
         self.begin_postings()?;
         let Self { w, lists, .. } = self;
-        // Format 3 with the ranks placed directly: the block thread places them (the chunks
-        // come to it in key order, so in rank order), off this thread's critical path.
-        let first_rank = lists.rank();
-        let mut direct = lists
-            .ranked
-            .as_mut()
-            .filter(|_| first_rank.is_ok())
-            .and_then(|r| Some((r.direct.take()?, std::mem::take(&mut r.docs))));
-        let placer = direct.as_mut().map(|(d, docs)| Placing {
-            direct: d,
-            docs,
-            rank: first_rank.unwrap_or(0),
-        });
-        let placed = placer.is_some();
-        let result = std::thread::scope(|s| -> Result<()> {
+        std::thread::scope(|s| -> Result<()> {
             let mut chunk = EncodedLists::default();
             let mut blocks: Option<BlockThread<'_>> = None;
-            let mut w = Some((w, placer));
+            let mut w = Some(w);
             let mut ids: Vec<u32> = Vec::new();
             let mut cur: Option<u64> = None;
             // Adds the list of `key` to the chunk; hands a full chunk to the block thread
@@ -715,22 +640,13 @@ impl SegmentBuilder {
                 segment::encode_postings(ids, &mut chunk.bytes);
                 chunk.keys.push(key);
                 chunk.ends.push(chunk.bytes.len());
-                if placed {
-                    lists.rank()?;
-                    lists.count(key, ids);
-                    chunk.ids.extend_from_slice(ids);
-                    chunk.id_ends.push(chunk.ids.len());
-                } else {
-                    lists.note(key, ids)?;
-                }
-                if chunk.keys.len() < CHUNK_LISTS
-                    && chunk.bytes.len() + 4 * chunk.ids.len() < CHUNK_BYTES
-                {
+                lists.note(key, ids)?;
+                if chunk.keys.len() < CHUNK_LISTS && chunk.bytes.len() < CHUNK_BYTES {
                     return Ok(true);
                 }
                 if blocks.is_none() {
                     match w.take() {
-                        Some((w, p)) => blocks = Some(BlockThread::start(s, w, p)),
+                        Some(w) => blocks = Some(BlockThread::start(s, w)),
                         None => return Ok(false),
                     }
                 }
@@ -779,22 +695,12 @@ impl SegmentBuilder {
                     b.finish(last)
                 }
                 None => match (&fed, w) {
-                    (Ok(()), Some((w, p))) => {
-                        if let Some(mut p) = p {
-                            p.place(&chunk);
-                        }
-                        chunk.add_to(w)
-                    }
+                    (Ok(()), Some(w)) => chunk.add_to(w),
                     _ => Ok(()),
                 },
             };
             written.and(fed)
-        });
-        if let (Some(r), Some((d, docs))) = (lists.ranked.as_mut(), direct) {
-            r.direct = Some(d);
-            r.docs = docs;
-        }
-        result?;
+        })?;
         self.end_postings()
     }
 
@@ -967,31 +873,6 @@ struct EncodedLists {
     keys: Vec<u64>,
     ends: Vec<usize>,
     bytes: Vec<u8>,
-    /// When a [`Placing`] places the ranks: the lists' doc ids, list `k` being
-    /// `ids[id_ends[k - 1]..id_ends[k]]` (else empty).
-    ids: Vec<u32>,
-    id_ends: Vec<usize>,
-}
-
-/// Format 3, ranks placed directly: places the ranks of the lists of each chunk (in key
-/// order; the first gets `rank`) into their documents' slots, as [`ListsSeen::note`] would.
-struct Placing<'a> {
-    direct: &'a mut Direct,
-    docs: &'a [(u32, u32)],
-    rank: u32,
-}
-
-impl Placing<'_> {
-    fn place(&mut self, chunk: &EncodedLists) {
-        let mut lo = 0;
-        for &hi in &chunk.id_ends {
-            self.direct
-                .push_list(self.docs, &chunk.ids[lo..hi], self.rank);
-            // The caller checked that every list's rank fits (the last one may wrap here).
-            self.rank = self.rank.wrapping_add(1);
-            lo = hi;
-        }
-    }
 }
 
 impl EncodedLists {
@@ -1003,8 +884,6 @@ impl EncodedLists {
         self.keys.clear();
         self.ends.clear();
         self.bytes.clear();
-        self.ids.clear();
-        self.id_ends.clear();
     }
 }
 
@@ -1017,11 +896,7 @@ struct BlockThread<'s> {
 }
 
 impl<'s> BlockThread<'s> {
-    fn start<'e>(
-        s: &'s std::thread::Scope<'s, 'e>,
-        w: &'s mut SegmentWriter,
-        mut placer: Option<Placing<'s>>,
-    ) -> Self
+    fn start<'e>(s: &'s std::thread::Scope<'s, 'e>, w: &'s mut SegmentWriter) -> Self
     where
         'e: 's,
     {
@@ -1029,9 +904,6 @@ impl<'s> BlockThread<'s> {
         let (back_tx, back) = std::sync::mpsc::channel();
         let handle = s.spawn(move || -> Result<()> {
             for mut chunk in rx {
-                if let Some(p) = placer.as_mut() {
-                    p.place(&chunk);
-                }
                 chunk.add_to(w)?;
                 chunk.clear();
                 let _ = back_tx.send(chunk); // the encoder may be gone: nothing to reuse
