@@ -266,79 +266,93 @@ pub fn words(text: &str) -> impl Iterator<Item = &[u8]> {
         .filter(|w| !w.is_empty())
 }
 
-/// Calls `f` with each word of `text` in order: the same pieces as [`words`], found eight
-/// bytes at a time (the first space of the eight bytes at the word's start, by SWAR), so a
-/// word shorter than eight bytes costs one load and one well-predicted branch instead of a
-/// branch per byte.
-#[inline]
-pub fn for_each_word<'a>(text: &'a str, mut f: impl FnMut(&'a [u8])) {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    let b = text.as_bytes();
-    let n = b.len();
-    let mut start = 0;
-    // The end of the word that starts at `start`: the first space at or after `i`.
-    let mut i = 0;
-    while i + 8 <= n {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&b[i..i + 8]);
-        let x = u64::from_le_bytes(a) ^ (LO * u64::from(b' '));
-        // High bit of a byte set iff the byte of x is zero, i.e. the byte is a space (exact:
-        // no borrows between bytes).
-        let space = !(((x & LOW7) + LOW7) | x | LOW7);
-        if space == 0 {
-            i += 8;
-            continue;
+/// The words of `text` in order: the same pieces as [`words`], found eight bytes at a time
+/// (the first space of the eight bytes at the word's start, by SWAR), so a word shorter than
+/// eight bytes costs one load and one well-predicted branch instead of a branch per byte.
+/// An iterator rather than a callback so that each caller's per-word work is written in its
+/// own loop (a closure called from the splitter's three places was not inlined: a call per
+/// word).
+pub struct SwarWords<'a> {
+    b: &'a [u8],
+    /// The start of the next word.
+    start: usize,
+    /// Where the search for its end goes on.
+    i: usize,
+}
+
+impl<'a> SwarWords<'a> {
+    #[inline(always)]
+    pub fn new(text: &'a str) -> Self {
+        SwarWords {
+            b: text.as_bytes(),
+            start: 0,
+            i: 0,
         }
-        let end = i + (space.trailing_zeros() / 8) as usize;
-        if end > start {
-            f(&b[start..end]);
-        }
-        start = end + 1;
-        i = start;
-    }
-    // Fewer than eight bytes left.
-    while i < n {
-        if b[i] == b' ' {
-            if i > start {
-                f(&b[start..i]);
-            }
-            start = i + 1;
-        }
-        i += 1;
-    }
-    if n > start {
-        f(&b[start..n]);
     }
 }
 
-/// The word hashes ([`hash::word_hash`]) of the words of `text`, in order, appended to `out`:
-/// [`for_each_word`]'s pieces, with the hash written in the loop (a closure called per word
-/// was not inlined: a call per word). Pinned by `word_hashes_equal_for_each_word`.
-pub fn word_hashes_into(text: &str, out: &mut Vec<u64>) {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    let b = text.as_bytes();
-    let n = b.len();
-    let mut start = 0;
-    let mut i = 0;
-    while i + 8 <= n {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(&b[i..i + 8]);
-        let x = u64::from_le_bytes(a) ^ (LO * u64::from(b' '));
-        let space = !(((x & LOW7) + LOW7) | x | LOW7);
-        if space == 0 {
-            i += 8;
-            continue;
+impl<'a> Iterator for SwarWords<'a> {
+    type Item = &'a [u8];
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        const LO: u64 = 0x0101_0101_0101_0101;
+        const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+        let b = self.b;
+        let n = b.len();
+        while self.i + 8 <= n {
+            let i = self.i;
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i..i + 8]);
+            let x = u64::from_le_bytes(a) ^ (LO * u64::from(b' '));
+            // High bit of a byte set iff the byte of x is zero, i.e. the byte is a space
+            // (exact: no borrows between bytes).
+            let space = !(((x & LOW7) + LOW7) | x | LOW7);
+            if space == 0 {
+                self.i += 8;
+                continue;
+            }
+            let end = i + (space.trailing_zeros() / 8) as usize;
+            let start = self.start;
+            self.start = end + 1;
+            self.i = end + 1;
+            if end > start {
+                return Some(&b[start..end]);
+            }
         }
-        let end = i + (space.trailing_zeros() / 8) as usize;
-        if end > start {
-            out.push(hash::word_hash(&b[start..end]));
+        // Fewer than eight bytes left.
+        while self.i < n {
+            let i = self.i;
+            self.i += 1;
+            if b[i] == b' ' {
+                let start = self.start;
+                self.start = i + 1;
+                if i > start {
+                    return Some(&b[start..i]);
+                }
+            }
         }
-        start = end + 1;
-        i = start;
+        if n > self.start {
+            let start = self.start;
+            self.start = n;
+            return Some(&b[start..n]);
+        }
+        None
     }
-    for_each_word(&text[start..], |w| out.push(hash::word_hash(w)));
+}
+
+/// Calls `f` with each word of `text` in order ([`SwarWords`]).
+#[inline]
+pub fn for_each_word<'a>(text: &'a str, f: impl FnMut(&'a [u8])) {
+    SwarWords::new(text).for_each(f);
+}
+
+/// The word hashes ([`hash::word_hash`]) of the words of `text`, in order, appended to `out`.
+/// Pinned by `word_hashes_equal_for_each_word`.
+pub fn word_hashes_into(text: &str, out: &mut Vec<u64>) {
+    for w in SwarWords::new(text) {
+        out.push(hash::word_hash(w));
+    }
 }
 
 /// Per-thread buffers of `fingerprint`, reused from one document to the next: the word hashes
