@@ -147,8 +147,9 @@ fn unique_prefix(v: &mut [u64]) -> Vec<u64> {
     if v.is_empty() {
         return Vec::new();
     }
-    // v[..=u]: the distinct values so far; `last` is v[u] (duplicates are rare: the branch
-    // predicts well, and the loop reads v only through the iterator).
+    // v[..=u]: the distinct values so far; `last` is v[u], kept in a register so that no
+    // load of v waits on the previous value's store (duplicates are rare: the branch
+    // predicts well).
     let mut u = 0;
     let mut last = v[0];
     for i in 1..v.len() {

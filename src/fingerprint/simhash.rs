@@ -90,8 +90,8 @@ impl Accumulator {
 /// counted sixteen tokens at a time: a carry-save adder tree (Harley and Seal's, as in
 /// positional population counts) keeps each bit position's count in bit planes (ones, twos,
 /// fours, eights: five operations per token), and only its carry out, one word per sixteen
-/// tokens, is spread into per-position byte counters. About eight instructions a token where
-/// the accumulator takes ~45. Pinned by `of_hashes_equals_the_accumulator`.
+/// tokens, is added to an [`Accumulator`] (in units of sixteen). About eight instructions a
+/// token where the accumulator alone takes ~45. Pinned by `of_hashes_equals_the_accumulator`.
 pub fn of_hashes(hs: &[u64]) -> u64 {
     // Carry-save adder: (high, low) bits of a + b + c, per bit position.
     #[inline(always)]
@@ -100,18 +100,9 @@ pub fn of_hashes(hs: &[u64]) -> u64 {
         ((a & b) | (u & c), u ^ c)
     }
     let (mut ones, mut twos, mut fours, mut eights) = (0u64, 0u64, 0u64, 0u64);
-    // lanes[j], byte k: the sixteens of bit 8j + k not yet in `counts` (at most 255).
-    let mut lanes = [0u64; 8];
-    let mut counts = [0u64; 64];
-    let mut pending = 0u32;
-    let flush = |lanes: &mut [u64; 8], counts: &mut [u64; 64]| {
-        for (j, lane) in lanes.iter_mut().enumerate() {
-            for k in 0..8 {
-                counts[8 * j + k] += (*lane >> (8 * k)) & 0xFF;
-            }
-            *lane = 0;
-        }
-    };
+    // The carries out of the planes, each worth sixteen tokens, counted per bit position by
+    // the accumulator's byte lanes (its `total` is not used).
+    let mut sixteens_acc = Accumulator::new();
     let mut blocks = hs.chunks_exact(16);
     for b in &mut blocks {
         let b: &[u64; 16] = b.try_into().expect("chunks of 16");
@@ -131,16 +122,8 @@ pub fn of_hashes(hs: &[u64]) -> u64 {
         let (eights_b, f) = csa(f, fours_a, fours_b);
         let (sixteens, e) = csa(eights, eights_a, eights_b);
         (ones, twos, fours, eights) = (o, t, f, e);
-        for (j, lane) in lanes.iter_mut().enumerate() {
-            *lane += SPREAD[((sixteens >> (8 * j)) & 0xFF) as usize];
-        }
-        pending += 1;
-        if pending == 255 {
-            flush(&mut lanes, &mut counts);
-            pending = 0;
-        }
+        sixteens_acc.add(sixteens);
     }
-    flush(&mut lanes, &mut counts);
     // The last (fewer than sixteen) tokens, one at a time: a ripple carry through the planes.
     for &h in blocks.remainder() {
         let mut carry = h;
@@ -149,13 +132,12 @@ pub fn of_hashes(hs: &[u64]) -> u64 {
             *plane ^= carry;
             carry = c;
         }
-        for (i, count) in counts.iter_mut().enumerate() {
-            *count += (carry >> i) & 1;
-        }
+        sixteens_acc.add(carry);
     }
+    sixteens_acc.flush();
     let total = hs.len() as u64;
     let mut fp = 0u64;
-    for (i, &c) in counts.iter().enumerate() {
+    for (i, &c) in sixteens_acc.counts.iter().enumerate() {
         let low = ((ones >> i) & 1)
             + 2 * ((twos >> i) & 1)
             + 4 * ((fours >> i) & 1)
