@@ -83,6 +83,10 @@ struct ListsSeen {
     /// Format 3 (FORWARD lists are ranks of POSTINGS keys): the FORWARD table is written
     /// after POSTINGS, from its inversion. None for formats 1 and 2 (FORWARD streamed first).
     ranked: Option<RankedForward>,
+    /// Format 3, when asked for ([`SegmentBuilder::keep_keys`]): the POSTINGS keys so far, in
+    /// rank order, while there are at most `keep_max` of them (then None: dropped).
+    kept: Option<Vec<u64>>,
+    keep_max: usize,
 }
 
 impl ListsSeen {
@@ -101,6 +105,13 @@ impl ListsSeen {
         }
         if ids.len() as u32 > FREQUENT_DF {
             self.frequent.push((key, ids.len() as u32));
+        }
+        if let Some(k) = self.kept.as_mut() {
+            if k.len() < self.keep_max {
+                k.push(key);
+            } else {
+                self.kept = None;
+            }
         }
         self.keys += 1;
         self.postings += ids.len() as u64;
@@ -292,8 +303,23 @@ impl SegmentBuilder {
                 postings: 0,
                 frequent: Vec::new(),
                 ranked,
+                kept: None,
+                keep_max: 0,
             },
         })
+    }
+
+    /// Format 3: keeps the POSTINGS keys in memory as they are written (8 bytes each, in
+    /// rank order) while they fit `max_bytes`, for [`BuiltSegment::take_keys`]: a writer that
+    /// reads the new segment's FORWARD lists right away (ingest's matching) maps their ranks
+    /// through them instead of decoding the key sequences back from the file. Call before
+    /// the postings; nothing kept in formats 1 and 2 (their FORWARD lists are the keys).
+    pub fn keep_keys(&mut self, max_bytes: u64) {
+        if self.lists.ranked.is_some() && self.lists.keys == 0 {
+            let max = usize::try_from(max_bytes / 8).unwrap_or(usize::MAX);
+            self.lists.keep_max = max;
+            self.lists.kept = Some(Vec::new());
+        }
     }
 
     /// Memory budget and run-file folder of the sort that turns the postings into FORWARD
@@ -399,6 +425,11 @@ impl SegmentBuilder {
                         }
                     }
                     r.direct = Some(Direct::new(&r.docs));
+                }
+                // At most one key per feature: reserved (not touched) once, never regrown.
+                let max = self.lists.keep_max;
+                if let Some(k) = self.lists.kept.as_mut().filter(|k| k.capacity() == 0) {
+                    k.reserve_exact(usize::try_from(r.total).unwrap_or(max).min(max));
                 }
             }
         }
@@ -803,6 +834,7 @@ impl SegmentBuilder {
             keys: self.lists.keys,
             postings: self.lists.postings,
             files: self.files,
+            kept_keys: self.lists.kept.take(),
         })
     }
 
@@ -816,6 +848,7 @@ impl SegmentBuilder {
             keys: self.lists.keys,
             postings: self.lists.postings,
             files: self.files,
+            kept_keys: self.lists.kept.take(),
         };
         Ok((built, synced))
     }
@@ -947,6 +980,8 @@ pub struct BuiltSegment {
     /// POSTINGS entries.
     pub postings: u64,
     files: Unpublished,
+    /// The POSTINGS keys in rank order, if [`SegmentBuilder::keep_keys`] kept them all.
+    kept_keys: Option<Vec<u64>>,
 }
 
 impl BuiltSegment {
@@ -961,6 +996,14 @@ impl BuiltSegment {
             keys: self.keys,
             postings: self.postings,
         }
+    }
+
+    /// The POSTINGS keys in rank order, once, when [`SegmentBuilder::keep_keys`] was asked
+    /// for and they all fitted its bound (for [`crate::segment::Segment::seed_keys`]).
+    pub fn take_keys(&mut self) -> Option<Vec<u64>> {
+        self.kept_keys
+            .take()
+            .filter(|k| k.len() as u64 == self.keys)
     }
 
     /// The file belongs to someone else now (a published manifest, a rename, a private
@@ -1004,6 +1047,97 @@ mod tests {
             .collect();
         pairs.sort_unstable();
         (docs, pairs)
+    }
+
+    /// Format 3: the POSTINGS keys kept by `keep_keys` are the keys the file holds in rank
+    /// order (as `decode_keys` reads them back), seeded into a fresh reader they give every
+    /// document's features as the file does, and keys that disagree with the file's index
+    /// are refused. Too many keys for the bound: none kept.
+    #[test]
+    fn kept_keys_are_the_decoded_keys_and_seed_a_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let (docs, pairs) = corpus();
+        let distinct = {
+            let mut k: Vec<u64> = pairs.iter().map(|p| p.key).collect();
+            k.dedup();
+            k.len()
+        };
+        for (name, block) in [("big", 64 << 10), ("small", 512)] {
+            let w = SegmentWriter::create_version(dir.path(), name, block, 3).unwrap();
+            let mut b = SegmentBuilder::over(w, dir.path(), name).unwrap();
+            b.keep_keys(distinct as u64 * 8);
+            for (d, f) in &docs {
+                b.forward(*d, f).unwrap();
+            }
+            b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+                .unwrap();
+            let mut built = b.finish().unwrap();
+            let keys = built.take_keys().expect("keys kept");
+            assert!(built.take_keys().is_none(), "handed out once");
+            built.keep();
+            assert_eq!(keys.len(), distinct);
+            let seg = Segment::open(dir.path().join(name)).unwrap();
+            let decoded = Segment::open(dir.path().join(name)).unwrap();
+            assert!(decoded.decode_keys());
+            let mut all = Vec::new();
+            for r in 0..keys.len() as u64 {
+                all.push(r);
+            }
+            decoded.ranks_to_keys_bulk(&mut all).unwrap();
+            assert_eq!(all, keys, "{name}: kept keys = decoded keys");
+            // Keys that disagree with the index: refused, nothing kept.
+            let mut swapped = keys.clone();
+            swapped.swap(3, 4);
+            let mut edge = keys.clone();
+            *edge.last_mut().unwrap() += 1;
+            for (what, bad) in [
+                ("short", keys[..keys.len() - 1].to_vec()),
+                ("swapped", swapped),
+                ("last key", edge),
+            ] {
+                assert!(!seg.keys_agree(&bad), "{name}: {what}");
+                assert!(!seg.seed_keys(bad), "{name}: {what}");
+                assert_eq!(seg.cached_key_count(), None, "{name}: {what}");
+            }
+            assert!(seg.keys_agree(&keys));
+            let (limit, taken) = segment::key_cache_usage();
+            let seeded = seg.seed_keys(keys.clone());
+            assert!(
+                seeded || limit.saturating_sub(taken) < keys.len() as u64 * 8,
+                "{name}: refused with room in the budget"
+            );
+            if seeded {
+                assert_eq!(seg.cached_key_count(), Some(keys.len()));
+                assert!(!seg.seed_keys(keys.clone()), "seeded once");
+            }
+            let mut out = Vec::new();
+            for (d, f) in &docs {
+                assert!(seg.forward_into(*d as u64, &mut out).unwrap());
+                assert_eq!(&out, f, "{name}: seeded: doc {d}");
+            }
+        }
+        // More keys than the bound: none kept (and the segment the same).
+        let b = SegmentBuilder::create_version(dir.path(), "bound", 3).unwrap();
+        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
+        b.keep_keys((distinct as u64 - 1) * 8);
+        for (d, f) in &docs {
+            b.forward(*d, f).unwrap();
+        }
+        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+            .unwrap();
+        let mut built = b.finish().unwrap();
+        assert!(built.take_keys().is_none());
+        assert_eq!(built.keys, distinct as u64);
+        // Formats 1 and 2 keep none.
+        let b = SegmentBuilder::create_version(dir.path(), "v2", 2).unwrap();
+        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
+        b.keep_keys(1 << 20);
+        for (d, f) in &docs {
+            b.forward(*d, f).unwrap();
+        }
+        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+            .unwrap();
+        assert!(b.finish().unwrap().take_keys().is_none());
     }
 
     /// Format 3: FORWARD is the inversion of POSTINGS, as ranks, read back as the documents'

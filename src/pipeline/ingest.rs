@@ -607,14 +607,14 @@ impl Index {
         let mut lap = Instant::now();
         b.s.stage_seconds.read = started.elapsed().as_secs_f64();
         b.s.stage_cpu_seconds.read = cpu.lap();
-        let (built, methods, synced) = seg.write(&self.catalog)?;
+        let (mut built, methods, synced) = seg.write(&self.catalog)?;
         b.s.segment_bytes = built.meta.bytes;
 
         progress(Progress::Stage("matching"));
         b.s.stage_seconds.postings = lap.elapsed().as_secs_f64();
         b.s.stage_cpu_seconds.postings = cpu.lap();
         lap = Instant::now();
-        let (view, pairs) = self.match_batch(&mut b, &built, opts)?;
+        let (view, pairs) = self.match_batch(&mut b, &mut built, opts)?;
 
         progress(Progress::Stage("publishing"));
         b.s.stage_seconds.matching = lap.elapsed().as_secs_f64();
@@ -661,7 +661,10 @@ impl Index {
             tmp_dir: self.tmp_dir(),
             ..SortOptions::default()
         };
-        let builder = builder.with_sort(sort.clone());
+        let mut builder = builder.with_sort(sort.clone());
+        // The POSTINGS keys stay in memory (an eighth of --mem at most) for the matching,
+        // which maps the new documents' ranks through them (`Segment::seed_keys`).
+        builder.keep_keys(opts.mem_bytes / 8);
         let sorter = ExternalSorter::<KeyDoc>::new(sort.clone())?;
         let seg = NewSegment {
             builder,
@@ -826,11 +829,12 @@ impl Index {
     fn match_batch(
         &self,
         b: &mut Batch,
-        built: &BuiltSegment,
+        built: &mut BuiltSegment,
         opts: &IngestOptions,
     ) -> Result<(View, Vec<Pair>)> {
         let (doc_lo, doc_hi) = (b.doc_lo, b.next_doc);
         let entry = built.entry(b.seg_id, doc_lo, doc_hi);
+        let entry_file = entry.file.clone();
         let sizes = read_sizes(b.sizes.take(), doc_lo..doc_hi)?;
         let view = self.view.with_new_segment(
             &self.segment_path(&entry.file),
@@ -845,6 +849,12 @@ impl Index {
         };
         let sort = SortOptions::new(opts.mem_bytes, self.tmp_dir());
         crate::segment::set_key_cache_budget(crate::segment::key_cache_share(opts.mem_bytes));
+        // The keys the postings stage wrote, instead of decoding them back from the file.
+        if let (Some(keys), Some(new)) = (built.take_keys(), view.segments.last()) {
+            if new.entry.file == entry_file {
+                new.seg.seed_keys(keys);
+            }
+        }
         let mut pairs = Vec::new();
         let mstats = for_each_pair(
             opts.matching,

@@ -1552,6 +1552,45 @@ impl Segment {
             .is_some()
     }
 
+    /// Format 3: takes `keys` as this segment's POSTINGS keys in rank order, as
+    /// [`Segment::decode_keys`] would decode them, from the writer that has just written the
+    /// segment from them (ingest's matching: `SegmentBuilder::keep_keys`), so no block is read
+    /// back for them. They must agree with the file's index: as many as its rank table counts,
+    /// strictly ascending, and every POSTINGS block's first and last key at its first and last
+    /// rank; else, or when the keys are in memory already or the key-cache budget has no room
+    /// for them, nothing is kept (false) and the keys are decoded from the file as before.
+    /// Blocks read later (a posting list, a value) are still checked on first use.
+    pub fn seed_keys(&self, keys: Vec<u64>) -> bool {
+        if !self.ranked_forward() || self.key_cache.get().is_some() {
+            return false;
+        }
+        if !self.keys_agree(&keys) || !take_key_cache_budget(keys.len() as u64 * 8) {
+            return false;
+        }
+        let cache = KeyCache {
+            keys: keys.into_boxed_slice(),
+        };
+        // Another thread may have decoded them meanwhile: then `cache` drops (budget back).
+        self.key_cache.set(Some(cache)).is_ok()
+    }
+
+    /// Whether `keys` can be this format-3 segment's POSTINGS keys in rank order, as far as
+    /// the file's index tells without reading a block ([`Segment::seed_keys`]).
+    pub(crate) fn keys_agree(&self, keys: &[u64]) -> bool {
+        let (Ok(Some(starts)), Some(t)) = (self.rank_starts(), self.table(super::POSTINGS)) else {
+            return false;
+        };
+        keys.len() as u64 == starts[starts.len() - 1]
+            && starts.len() == t.blocks.len() + 1
+            && keys.windows(2).all(|w| w[0] < w[1])
+            && t.blocks.iter().enumerate().all(|(bi, b)| {
+                let (lo, hi) = (starts[bi] as usize, starts[bi + 1] as usize);
+                hi > lo
+                    && keys.get(lo) == Some(&b.first_key)
+                    && keys.get(hi - 1) == Some(&b.last_key)
+            })
+    }
+
     /// Format 3: how many POSTINGS keys this segment holds decoded in memory (None: the ranks
     /// are still mapped one select at a time). For tests and benchmarks.
     pub fn cached_key_count(&self) -> Option<usize> {
