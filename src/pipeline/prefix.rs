@@ -63,6 +63,18 @@ fn cuts<T>(v: &[T], same: impl Fn(&T, &T) -> bool) -> Vec<usize> {
     at
 }
 
+/// Sorts `v` on every core: by its hash key's leading bits first
+/// ([`crate::sort::par_sort_keyed`], a second vector of its records) when that copy and `v`'s
+/// allocation fit `bound` bytes together, else in place. The same order either way.
+fn sort_within<T: crate::sort::Keyed>(v: &mut Vec<T>, bound: u64) {
+    let size = std::mem::size_of::<T>() as u64;
+    if (v.capacity() as u64 + v.len() as u64).saturating_mul(size) <= bound {
+        crate::sort::par_sort_keyed(v);
+    } else {
+        v.par_sort_unstable();
+    }
+}
+
 /// Whether the prefix self-join finds exactly the pairs of the other matchings for this run:
 /// a whole-index run (every live document probes, `older_than` 0) with one order of all keys
 /// (no commonality limit, not adaptive sampling; see the module doc).
@@ -188,7 +200,7 @@ pub(crate) fn prefix_join(
     }
     stats.documents = live.len() as u64;
     stats.probe_records = records.len() as u64;
-    records.par_sort_unstable();
+    sort_within(&mut records, quarter);
 
     // 2. Candidates: the pairs of documents under one key, (a << 32 | b) with a < b, written
     //    in parallel into one array of their exact count (no per-key or per-pair index).
@@ -235,7 +247,7 @@ pub(crate) fn prefix_join(
     }
     drop(records);
     stats.candidate_records = cands.len() as u64;
-    cands.par_sort_unstable();
+    sort_within(&mut cands, quarter);
     // A pair listed under h keys shares h keys of both probe sets. Say A's last probe comes
     // first in the common order: every key of A ∩ B up to it is in both probe sets (in A's
     // by definition, in B's as B's last probe is no earlier), so |A ∩ B| <= h + (A's keys

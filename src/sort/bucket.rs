@@ -23,15 +23,69 @@ pub(super) const MIN_RECORDS: usize = 1 << 15;
 /// Sorted buckets the sorting thread may run ahead of the consumer.
 const AHEAD: usize = 256;
 
+/// What the partition and the pieces sort by: a key monotone in `Ord` (`a <= b` implies
+/// `a.key() <= b.key()`), ideally spread over its range (hashes).
+pub trait Keyed: Copy + Ord + Send + Sync {
+    fn key(&self) -> u64;
+}
+
+/// A record's radix key ([`Record::radix`]; only sorted by it where `R::RADIX`).
+impl<R: Record> Keyed for R {
+    #[inline]
+    fn key(&self) -> u64 {
+        self.radix()
+    }
+}
+
+impl Keyed for u64 {
+    #[inline]
+    fn key(&self) -> u64 {
+        *self
+    }
+}
+
+impl Keyed for (u64, u32) {
+    #[inline]
+    fn key(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Sorts `v` into `Ord` order on every core: partitioned by [`Keyed::key`] into buckets of
+/// about [`BUCKET_RECORDS`] (into a second vector, which replaces `v`: the caller's memory
+/// bound counts both), then the buckets sorted in parallel by [`sort_piece`]. The same vector
+/// as `v.sort_unstable()` (records equal in `Ord` are equal: `u64`, `(u64, u32)`). Below
+/// [`MIN_RECORDS`], `par_sort_unstable`.
+pub fn par_sort_keyed<R: Keyed>(v: &mut Vec<R>) {
+    if v.len() < MIN_RECORDS {
+        v.par_sort_unstable();
+        return;
+    }
+    let buckets = (v.len() / BUCKET_RECORDS).next_power_of_two().max(2);
+    let (mut parted, bounds) = partition(v, buckets);
+    *v = Vec::new(); // the input's pages go before the pieces are sorted
+    let mut pieces: Vec<&mut [R]> = Vec::with_capacity(buckets);
+    let mut rest = &mut parted[..];
+    for w in bounds.windows(2) {
+        let (piece, tail) = rest.split_at_mut(w[1] - w[0]);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
+        .into_par_iter()
+        .for_each_init(Vec::new, |scratch, piece| sort_piece(piece, scratch));
+    *v = parted;
+}
+
 /// `(shift, min)`: record `r` goes to bucket `(r.radix() - min) >> shift`, which is below
 /// `buckets` for every record of `buf`.
-fn bucket_fn<R: Record>(buf: &[R], buckets: usize) -> (u32, u64) {
+fn bucket_fn<R: Keyed>(buf: &[R], buckets: usize) -> (u32, u64) {
     let (lo, hi) = buf
         .par_chunks(PART_RECORDS)
         .map(|part| {
             let (mut lo, mut hi) = (u64::MAX, 0u64);
             for r in part {
-                let k = r.radix();
+                let k = r.key();
                 lo = lo.min(k);
                 hi = hi.max(k);
             }
@@ -62,9 +116,9 @@ unsafe impl<R: Send> Sync for Out<R> {}
 /// passes run on every core, each over parts of `buf` in order: a part's records go to its
 /// own stretch of each bucket, after the earlier parts' (the same vector as one pass over
 /// `buf` would write).
-fn partition<R: Record>(buf: &[R], buckets: usize) -> (Vec<R>, Vec<usize>) {
+fn partition<R: Keyed>(buf: &[R], buckets: usize) -> (Vec<R>, Vec<usize>) {
     let (shift, lo) = bucket_fn(buf, buckets);
-    let bucket = |r: &R| ((r.radix() - lo) >> shift) as usize;
+    let bucket = |r: &R| ((r.key() - lo) >> shift) as usize;
     let counts: Vec<Vec<usize>> = buf
         .par_chunks(PART_RECORDS)
         .map(|part| {
@@ -125,7 +179,7 @@ const INSERTION_MAX: usize = 24;
 /// of the radix key, which is monotone in `Ord`; a skewed piece only makes some sub-buckets
 /// larger (sorted by `sort_unstable`). On the uniform hash keys of a segment's postings
 /// this costs about three passes over a cache-sized piece instead of a comparison sort.
-fn sort_piece<R: Record>(piece: &mut [R], scratch: &mut Vec<R>) {
+fn sort_piece<R: Keyed>(piece: &mut [R], scratch: &mut Vec<R>) {
     let n = piece.len();
     if n < SMALL_PIECE {
         piece.sort_unstable();
@@ -133,7 +187,7 @@ fn sort_piece<R: Record>(piece: &mut [R], scratch: &mut Vec<R>) {
     }
     let (mut lo, mut hi) = (u64::MAX, 0u64);
     for r in piece.iter() {
-        let k = r.radix();
+        let k = r.key();
         lo = lo.min(k);
         hi = hi.max(k);
     }
@@ -144,7 +198,7 @@ fn sort_piece<R: Record>(piece: &mut [R], scratch: &mut Vec<R>) {
     let subs = (n / SUB_RECORDS).next_power_of_two();
     let bits = 64 - (hi - lo).leading_zeros(); // bits of the largest offset
     let shift = bits.saturating_sub(subs.trailing_zeros());
-    let sub = |r: &R| ((r.radix() - lo) >> shift) as usize;
+    let sub = |r: &R| ((r.key() - lo) >> shift) as usize;
     // The largest offset >> shift is below 2^(bits - shift) <= subs.
     let mut starts = vec![0usize; subs + 1];
     for r in piece.iter() {
@@ -341,6 +395,48 @@ mod tests {
             })
             .collect();
         check(pairs);
+    }
+
+    /// `par_sort_keyed` gives `sort_unstable`'s vector for the prefix join's records (hash
+    /// keys, docs ascending within a key, several docs a key) and candidate pairs (`a << 32 |
+    /// b`, few distinct `a`, many repeats), for skewed and one-value inputs, at sizes around
+    /// `MIN_RECORDS` and over several partition parts.
+    #[test]
+    fn par_sort_keyed_equals_sort_unstable() {
+        let mut seed = 11;
+        for n in [0, 1, MIN_RECORDS - 1, MIN_RECORDS, 3 * PART_RECORDS / 2] {
+            let keys: Vec<u64> = (0..n / 4 + 1).map(|_| lcg(&mut seed)).collect();
+            let mut records: Vec<(u64, u32)> = (0..n)
+                .map(|i| (keys[lcg(&mut seed) as usize % keys.len()], i as u32))
+                .collect();
+            let mut cands: Vec<u64> = (0..n)
+                .map(|_| {
+                    let a = lcg(&mut seed) % 300;
+                    let b = a + 1 + lcg(&mut seed) % 50;
+                    a << 32 | b
+                })
+                .collect();
+            let mut skewed: Vec<u64> = (0..n)
+                .map(|i| {
+                    if i % 10 == 0 {
+                        lcg(&mut seed)
+                    } else {
+                        5 + (i as u64 % 3)
+                    }
+                })
+                .collect();
+            let mut same: Vec<u64> = vec![42; n];
+            for v in [&mut cands, &mut skewed, &mut same] {
+                let mut want = v.clone();
+                want.sort_unstable();
+                par_sort_keyed(v);
+                assert_eq!(*v, want, "{n}");
+            }
+            let mut want = records.clone();
+            want.sort_unstable();
+            par_sort_keyed(&mut records);
+            assert_eq!(records, want, "{n}");
+        }
     }
 
     /// The parallel partition over several parts writes the vector one sequential pass over

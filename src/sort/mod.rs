@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use rayon::slice::ParallelSliceMut;
 
 use crate::error::{Error, IoResultExt, Result};
+pub use bucket::{par_sort_keyed, Keyed};
 pub use merge::SortedStream;
 pub use record::{DocHash, DocPair, KeyDoc, ProbeRecord, Record};
 pub use run::remove_stale_runs;
