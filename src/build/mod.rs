@@ -84,9 +84,40 @@ struct ListsSeen {
     /// after POSTINGS, from its inversion. None for formats 1 and 2 (FORWARD streamed first).
     ranked: Option<RankedForward>,
     /// Format 3, when asked for ([`SegmentBuilder::keep_keys`]): the POSTINGS keys so far, in
-    /// rank order, while there are at most `keep_max` of them (then None: dropped).
-    kept: Option<Vec<u64>>,
-    keep_max: usize,
+    /// rank order (added with the blocks, on the block thread).
+    kept: Option<KeptKeys>,
+}
+
+/// The POSTINGS keys a builder keeps in memory ([`SegmentBuilder::keep_keys`]), in rank
+/// order, while there are at most `max` of them (beyond: `over`, none kept). Their pages are
+/// faulted in ahead, [`crate::sort::prefault::STEP`] bytes at a time.
+struct KeptKeys {
+    keys: Vec<u64>,
+    max: usize,
+    ready: usize,
+    over: bool,
+}
+
+impl KeptKeys {
+    /// Appends the next keys (in rank order).
+    fn add(&mut self, keys: &[u64]) {
+        if self.over {
+            return;
+        }
+        let end = self.keys.len() + keys.len();
+        if end > self.max {
+            self.over = true;
+            self.keys = Vec::new();
+            return;
+        }
+        if end > self.ready && end <= self.keys.capacity() {
+            let step = crate::sort::prefault::STEP / 8;
+            let to = (self.ready + step).max(end).min(self.keys.capacity());
+            crate::sort::prefault::populate(&self.keys, self.ready.max(self.keys.len()), to);
+            self.ready = to;
+        }
+        self.keys.extend_from_slice(keys);
+    }
 }
 
 impl ListsSeen {
@@ -105,13 +136,6 @@ impl ListsSeen {
         }
         if ids.len() as u32 > FREQUENT_DF {
             self.frequent.push((key, ids.len() as u32));
-        }
-        if let Some(k) = self.kept.as_mut() {
-            if k.len() < self.keep_max {
-                k.push(key);
-            } else {
-                self.kept = None;
-            }
         }
         self.keys += 1;
         self.postings += ids.len() as u64;
@@ -304,7 +328,6 @@ impl SegmentBuilder {
                 frequent: Vec::new(),
                 ranked,
                 kept: None,
-                keep_max: 0,
             },
         })
     }
@@ -316,9 +339,12 @@ impl SegmentBuilder {
     /// the postings; nothing kept in formats 1 and 2 (their FORWARD lists are the keys).
     pub fn keep_keys(&mut self, max_bytes: u64) {
         if self.lists.ranked.is_some() && self.lists.keys == 0 {
-            let max = usize::try_from(max_bytes / 8).unwrap_or(usize::MAX);
-            self.lists.keep_max = max;
-            self.lists.kept = Some(Vec::new());
+            self.lists.kept = Some(KeptKeys {
+                keys: Vec::new(),
+                max: usize::try_from(max_bytes / 8).unwrap_or(usize::MAX),
+                ready: 0,
+                over: false,
+            });
         }
     }
 
@@ -427,9 +453,9 @@ impl SegmentBuilder {
                     r.direct = Some(Direct::new(&r.docs));
                 }
                 // At most one key per feature: reserved (not touched) once, never regrown.
-                let max = self.lists.keep_max;
-                if let Some(k) = self.lists.kept.as_mut().filter(|k| k.capacity() == 0) {
-                    k.reserve_exact(usize::try_from(r.total).unwrap_or(max).min(max));
+                if let Some(k) = self.lists.kept.as_mut().filter(|k| k.keys.capacity() == 0) {
+                    let n = usize::try_from(r.total).unwrap_or(k.max).min(k.max);
+                    k.keys.reserve_exact(n);
                 }
             }
         }
@@ -441,6 +467,9 @@ impl SegmentBuilder {
         self.buf.clear();
         segment::encode_postings(ids, &mut self.buf);
         self.w.add(key, &self.buf)?;
+        if let Some(k) = self.lists.kept.as_mut() {
+            k.add(&[key]);
+        }
         self.lists.note(key, ids)
     }
 
@@ -659,7 +688,9 @@ impl SegmentBuilder {
     fn postings_from_slices(&mut self, sorted: &mut dyn SortedSlices<KeyDoc>) -> Result<()> {
         self.begin_postings()?;
         let Self { w, lists, .. } = self;
+        let mut kept = lists.kept.take();
         std::thread::scope(|s| -> Result<()> {
+            let mut kept = kept.as_mut();
             let mut chunk = EncodedLists::default();
             let mut blocks: Option<BlockThread<'_>> = None;
             let mut w = Some(w);
@@ -677,7 +708,7 @@ impl SegmentBuilder {
                 }
                 if blocks.is_none() {
                     match w.take() {
-                        Some(w) => blocks = Some(BlockThread::start(s, w)),
+                        Some(w) => blocks = Some(BlockThread::start(s, w, kept.take())),
                         None => return Ok(false),
                     }
                 }
@@ -726,12 +757,13 @@ impl SegmentBuilder {
                     b.finish(last)
                 }
                 None => match (&fed, w) {
-                    (Ok(()), Some(w)) => chunk.add_to(w),
+                    (Ok(()), Some(w)) => chunk.add_to(w, kept),
                     _ => Ok(()),
                 },
             };
             written.and(fed)
         })?;
+        lists.kept = kept;
         self.end_postings()
     }
 
@@ -834,7 +866,7 @@ impl SegmentBuilder {
             keys: self.lists.keys,
             postings: self.lists.postings,
             files: self.files,
-            kept_keys: self.lists.kept.take(),
+            kept_keys: self.lists.kept.take().filter(|k| !k.over).map(|k| k.keys),
         })
     }
 
@@ -848,7 +880,7 @@ impl SegmentBuilder {
             keys: self.lists.keys,
             postings: self.lists.postings,
             files: self.files,
-            kept_keys: self.lists.kept.take(),
+            kept_keys: self.lists.kept.take().filter(|k| !k.over).map(|k| k.keys),
         };
         Ok((built, synced))
     }
@@ -909,8 +941,13 @@ struct EncodedLists {
 }
 
 impl EncodedLists {
-    fn add_to(&self, w: &mut SegmentWriter) -> Result<()> {
-        w.add_many(&self.keys, &self.ends, &self.bytes)
+    /// Adds the lists to `w`, and their keys to `kept`.
+    fn add_to(&self, w: &mut SegmentWriter, kept: Option<&mut KeptKeys>) -> Result<()> {
+        w.add_many(&self.keys, &self.ends, &self.bytes)?;
+        if let Some(k) = kept {
+            k.add(&self.keys);
+        }
+        Ok(())
     }
 
     fn clear(&mut self) {
@@ -929,7 +966,11 @@ struct BlockThread<'s> {
 }
 
 impl<'s> BlockThread<'s> {
-    fn start<'e>(s: &'s std::thread::Scope<'s, 'e>, w: &'s mut SegmentWriter) -> Self
+    fn start<'e>(
+        s: &'s std::thread::Scope<'s, 'e>,
+        w: &'s mut SegmentWriter,
+        mut kept: Option<&'s mut KeptKeys>,
+    ) -> Self
     where
         'e: 's,
     {
@@ -937,7 +978,7 @@ impl<'s> BlockThread<'s> {
         let (back_tx, back) = std::sync::mpsc::channel();
         let handle = s.spawn(move || -> Result<()> {
             for mut chunk in rx {
-                chunk.add_to(w)?;
+                chunk.add_to(w, kept.as_deref_mut())?;
                 chunk.clear();
                 let _ = back_tx.send(chunk); // the encoder may be gone: nothing to reuse
             }
