@@ -122,9 +122,14 @@ pub fn sort_unique(v: &mut [u64], sc: &mut SortScratch) -> Vec<u64> {
         tmp[at as usize] = x;
         starts[b] = at + 1;
     }
-    // Each value is now within its bucket (about two values) of where it belongs.
+    // Each value is now within its bucket (about two values) of where it belongs. The
+    // insertion pass keeps the last three values of the sorted prefix in registers (a <= b <=
+    // c): a value at least `a` (nearly all) goes into them by min and max, without a branch
+    // that depends on the data, and `a` leaves for good; a smaller one (a bucket of four or
+    // more out of order) takes the branch, which writes the three back and inserts it in
+    // memory.
     let mut budget = MAX_MOVES_PER_VALUE * n;
-    for i in 1..n {
+    for i in 1..3 {
         let x = tmp[i];
         let mut j = i;
         while j > 0 && tmp[j - 1] > x {
@@ -132,13 +137,36 @@ pub fn sort_unique(v: &mut [u64], sc: &mut SortScratch) -> Vec<u64> {
             j -= 1;
         }
         tmp[j] = x;
-        budget = budget.saturating_sub(i - j);
-        if budget == 0 {
-            // Still a permutation of v: finish it the general way.
-            tmp.sort_unstable();
-            break;
+    }
+    let (mut a, mut b, mut c) = (tmp[0], tmp[1], tmp[2]);
+    for i in 3..n {
+        let x = tmp[i];
+        if x < a {
+            tmp[i - 3] = a;
+            tmp[i - 2] = b;
+            tmp[i - 1] = c;
+            let mut j = i;
+            while j > 0 && tmp[j - 1] > x {
+                tmp[j] = tmp[j - 1];
+                j -= 1;
+            }
+            tmp[j] = x;
+            budget = budget.saturating_sub(i - j);
+            if budget == 0 {
+                // Still a permutation of v: finish it the general way.
+                tmp.sort_unstable();
+                return unique_prefix(tmp);
+            }
+            (a, b, c) = (tmp[i - 2], tmp[i - 1], tmp[i]);
+        } else {
+            // a <= x: the sorted [b, c, x] is the new window.
+            tmp[i - 3] = a;
+            (a, b, c) = (b.min(x), b.max(c.min(x)), c.max(x));
         }
     }
+    tmp[n - 3] = a;
+    tmp[n - 2] = b;
+    tmp[n - 1] = c;
     unique_prefix(tmp)
 }
 
