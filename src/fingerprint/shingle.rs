@@ -122,9 +122,15 @@ pub fn sort_unique(v: &mut [u64], sc: &mut SortScratch) -> Vec<u64> {
         tmp[at as usize] = x;
         starts[b] = at + 1;
     }
-    // Each value is now within its bucket (about two values) of where it belongs.
+    // Each value is now within its bucket (about two values) of where it belongs. The
+    // insertion pass keeps the last four values of the sorted prefix in registers (a <= b <=
+    // c <= d): a value at least `a` (nearly all) goes into them by min and max, without a
+    // branch that depends on the data (the old pass's loop exit was its costliest branch), and
+    // `a` leaves for good; a smaller one (a bucket of five or more out of order) takes the
+    // branch, which writes the four back and inserts it in memory.
     let mut budget = MAX_MOVES_PER_VALUE * n;
-    for i in 1..n {
+    // The first four: an ordinary insertion (n >= SMALL_SORT).
+    for i in 1..4 {
         let x = tmp[i];
         let mut j = i;
         while j > 0 && tmp[j - 1] > x {
@@ -132,13 +138,38 @@ pub fn sort_unique(v: &mut [u64], sc: &mut SortScratch) -> Vec<u64> {
             j -= 1;
         }
         tmp[j] = x;
-        budget = budget.saturating_sub(i - j);
-        if budget == 0 {
-            // Still a permutation of v: finish it the general way.
-            tmp.sort_unstable();
-            break;
+    }
+    let (mut a, mut b, mut c, mut d) = (tmp[0], tmp[1], tmp[2], tmp[3]);
+    for i in 4..n {
+        let x = tmp[i];
+        if x < a {
+            tmp[i - 4] = a;
+            tmp[i - 3] = b;
+            tmp[i - 2] = c;
+            tmp[i - 1] = d;
+            let mut j = i;
+            while j > 0 && tmp[j - 1] > x {
+                tmp[j] = tmp[j - 1];
+                j -= 1;
+            }
+            tmp[j] = x;
+            budget = budget.saturating_sub(i - j);
+            if budget == 0 {
+                // Still a permutation of v: finish it the general way.
+                tmp.sort_unstable();
+                return unique_prefix(tmp);
+            }
+            (a, b, c, d) = (tmp[i - 3], tmp[i - 2], tmp[i - 1], tmp[i]);
+        } else {
+            // a <= x: the sorted [b, c, d, x] is the new window.
+            tmp[i - 4] = a;
+            (a, b, c, d) = (b.min(x), b.max(c.min(x)), c.max(d.min(x)), d.max(x));
         }
     }
+    tmp[n - 4] = a;
+    tmp[n - 3] = b;
+    tmp[n - 2] = c;
+    tmp[n - 1] = d;
     unique_prefix(tmp)
 }
 
@@ -291,8 +322,8 @@ mod tests {
         };
         let sizes = (0..200).chain([255, 256, 257, 511, 512, 513, 1000, 1024, 4095, 5000, 20_000]);
         for n in sizes {
-            for kind in 0..6 {
-                let v: Vec<u64> = (0..n)
+            for kind in 0..7 {
+                let mut v: Vec<u64> = (0..n)
                     .map(|i| {
                         let r = next();
                         match kind {
@@ -301,10 +332,16 @@ mod tests {
                             2 => (r >> 40) | (7 << 60), // a narrow range of the top bits
                             3 => [0, u64::MAX, r][(r % 3) as usize], // extremes
                             4 => r & !0xFF,             // duplicates of uniform values
-                            _ => i as u64 * 3 / 2,      // ascending, with repeats
+                            5 => i as u64 * 3 / 2,      // ascending, with repeats
+                            _ => r,
                         }
                     })
                     .collect();
+                if kind == 6 {
+                    // Uniform hashes in descending order: every bucket of five or more
+                    // takes the in-memory insertion, within the move budget.
+                    v.sort_unstable_by(|a, b| b.cmp(a));
+                }
                 let mut want = v.clone();
                 want.sort_unstable();
                 want.dedup();
