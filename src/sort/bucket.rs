@@ -64,13 +64,7 @@ pub fn par_sort_keyed<R: Keyed>(v: &mut Vec<R>) {
     let buckets = (v.len() / BUCKET_RECORDS).next_power_of_two().max(2);
     let (mut parted, bounds) = partition(v, buckets);
     *v = Vec::new(); // the input's pages go before the pieces are sorted
-    let mut pieces: Vec<&mut [R]> = Vec::with_capacity(buckets);
-    let mut rest = &mut parted[..];
-    for w in bounds.windows(2) {
-        let (piece, tail) = rest.split_at_mut(w[1] - w[0]);
-        pieces.push(piece);
-        rest = tail;
-    }
+    let pieces = split_pieces(&mut parted, &bounds);
     pieces
         .into_par_iter()
         .for_each_init(Vec::new, |scratch, piece| sort_piece(piece, scratch));
@@ -252,6 +246,19 @@ pub(super) fn sort_streamed<R: Record, T>(
     })
 }
 
+/// The buckets of `parted` as disjoint slices: bucket `i` is `parted[bounds[i]..bounds[i + 1]]`
+/// (`bounds` as [`partition`] returns them).
+fn split_pieces<'a, R>(parted: &'a mut [R], bounds: &[usize]) -> Vec<&'a mut [R]> {
+    let mut pieces = Vec::with_capacity(bounds.len().saturating_sub(1));
+    let mut rest = parted;
+    for w in bounds.windows(2) {
+        let (piece, tail) = rest.split_at_mut(w[1] - w[0]);
+        pieces.push(piece);
+        rest = tail;
+    }
+    pieces
+}
+
 /// [`sort_streamed`] handing `consume` each sorted bucket as a slice.
 pub(super) fn sort_sliced<R: Record, T>(
     buf: Vec<R>,
@@ -269,13 +276,7 @@ fn sorted_pieces<R: Record, T>(
     let buckets = (buf.len() / BUCKET_RECORDS).next_power_of_two().max(2);
     let (mut parted, bounds) = partition(&buf, buckets);
     drop(buf);
-    let mut pieces: Vec<&mut [R]> = Vec::with_capacity(buckets);
-    let mut rest = &mut parted[..];
-    for w in bounds.windows(2) {
-        let (piece, tail) = rest.split_at_mut(w[1] - w[0]);
-        pieces.push(piece);
-        rest = tail;
-    }
+    let pieces = split_pieces(&mut parted, &bounds);
     std::thread::scope(|s| {
         let (tx, rx) = sync_channel::<&mut [R]>(AHEAD);
         s.spawn(move || {
