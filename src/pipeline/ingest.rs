@@ -33,7 +33,7 @@ use crate::index::Index;
 use crate::input::{read_source, InputItem, InputOptions, Source};
 use crate::method::writer::{extras as method_extras, DocExtras, MethodWriter};
 use crate::method::MethodOptions;
-use crate::pipeline::pairs::{for_each_pair, Matching, PairsConfig};
+use crate::pipeline::pairs::{for_each_pair_given, Matching, PairsConfig};
 use crate::pipeline::plan::Pair;
 use crate::pipeline::spool::ReportSpool;
 use crate::segment::PendingSync;
@@ -526,6 +526,40 @@ struct Batch {
     /// `(doc, feature count)` of each new document, in id order, spooled to a run file until
     /// the match stage reads them into the view (their records are staged in the catalog).
     sizes: Option<Spool<DocPair>>,
+    /// The new documents' feature hashes as the read stage made them, for the matching of a
+    /// batch into an empty index (the prefix self-join takes them instead of reading the
+    /// lists back); None when that matching cannot apply or they outgrew their budget.
+    hashes: Option<BatchHashes>,
+}
+
+/// The feature hashes of a batch's new documents, in id order, within a byte budget.
+struct BatchHashes {
+    flat: Vec<u64>,
+    /// `flat[at[k]..at[k + 1]]` is the list of the batch's k-th new document.
+    at: Vec<usize>,
+    budget: usize,
+}
+
+impl BatchHashes {
+    fn new(budget: u64) -> BatchHashes {
+        BatchHashes {
+            flat: Vec::new(),
+            at: vec![0],
+            budget: usize::try_from(budget).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// Appends the next document's hashes; false (the caller drops them all) when the lists
+    /// would outgrow the budget (8 bytes a hash, 8 a document).
+    fn push(&mut self, features: &[u64]) -> bool {
+        let bytes = (self.flat.len() + features.len() + self.at.len() + 1) * 8;
+        if bytes > self.budget {
+            return false;
+        }
+        self.flat.extend_from_slice(features);
+        self.at.push(self.flat.len());
+        true
+    }
 }
 
 impl Index {
@@ -689,6 +723,17 @@ impl Index {
             reports: ReportSpool::new(&self.tmp_dir())?,
             intake: StagedIntake::new(self.view.tombstones.clone()),
             sizes: Some(Spool::new(self.tmp_dir())),
+            // Only a batch into an empty index is matched by the prefix self-join
+            // (`pipeline::prefix::applies`: whole index, no commonality limit, not adaptive).
+            hashes: (doc_lo == 0
+                && self.view.doc_ids() == 0
+                && self.options().max_df.is_none()
+                && !matches!(
+                    self.options().fingerprint()?.sample,
+                    crate::fingerprint::Sample::Adaptive(_)
+                )
+                && matches!(opts.matching, Matching::Auto | Matching::Prefix))
+            .then(|| BatchHashes::new(opts.mem_bytes / 8)),
         };
         Ok((b, seg))
     }
@@ -796,6 +841,11 @@ impl Index {
             .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
         seg.add(doc, &fp, extras)?;
         b.s.features += fp.features.len() as u64;
+        if let Some(h) = b.hashes.as_mut() {
+            if !h.push(&fp.features) {
+                b.hashes = None;
+            }
+        }
         if let Some(old) = replaces {
             b.intake.replace(&mut wb, doc, old);
         }
@@ -855,14 +905,25 @@ impl Index {
                 new.seg.seed_keys(keys);
             }
         }
+        // The read stage's hashes of a batch into an empty index, for the prefix self-join.
+        let given = b.hashes.take().and_then(|h| {
+            let si = view.segments.len().checked_sub(1)?;
+            if view.segments[si].entry.file != entry_file
+                || h.at.len() as u64 != (doc_hi - doc_lo) as u64 + 1
+            {
+                return None;
+            }
+            crate::query::DocLists::from_hashes(&view, si, doc_lo, &h.at, h.flat)
+        });
         let mut pairs = Vec::new();
-        let mstats = for_each_pair(
+        let mstats = for_each_pair_given(
             opts.matching,
             &view,
             &cfg,
             &sort,
             doc_lo..doc_hi,
             doc_lo,
+            given,
             |block| {
                 pairs.extend_from_slice(block);
                 Ok(())

@@ -36,6 +36,24 @@ pub fn for_each_pair(
     older_than: u32,
     emit: impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<PairsStats> {
+    for_each_pair_given(matching, view, cfg, sort, docs, older_than, None, emit)
+}
+
+/// [`for_each_pair`] with the lists of the live documents when the caller holds them
+/// already (ingest into a new index: [`DocLists::from_hashes`] of the read stage's hashes):
+/// the prefix self-join takes them instead of reading the documents' lists back. The same
+/// pairs either way.
+#[allow(clippy::too_many_arguments)]
+pub fn for_each_pair_given(
+    matching: Matching,
+    view: &View,
+    cfg: &PairsConfig,
+    sort: &crate::sort::SortOptions,
+    docs: std::ops::Range<u32>,
+    older_than: u32,
+    given: Option<DocLists>,
+    emit: impl FnMut(&[Pair]) -> Result<()>,
+) -> Result<PairsStats> {
     // The prefix self-join needs no plan (it reads no posting list): tried first.
     let mut emit = emit;
     if let Some(stats) = try_prefix(
@@ -45,6 +63,7 @@ pub fn for_each_pair(
         sort,
         docs.clone(),
         older_than,
+        given,
         &mut emit,
     )? {
         return Ok(stats);
@@ -74,6 +93,7 @@ pub fn for_each_pair_planned(
         sort,
         docs.clone(),
         older_than,
+        None,
         &mut emit,
     )? {
         stats.plan = Some(planned);
@@ -84,6 +104,7 @@ pub fn for_each_pair_planned(
 
 /// The prefix self-join when `matching` allows it (`Auto`, `Prefix`) and it applies to these
 /// documents under `sort.mem_bytes`; `Ok(None)`: it declined before emitting anything.
+#[allow(clippy::too_many_arguments)]
 fn try_prefix(
     matching: Matching,
     view: &View,
@@ -91,12 +112,13 @@ fn try_prefix(
     sort: &crate::sort::SortOptions,
     docs: std::ops::Range<u32>,
     older_than: u32,
+    given: Option<DocLists>,
     emit: &mut impl FnMut(&[Pair]) -> Result<()>,
 ) -> Result<Option<PairsStats>> {
     if !matches!(matching, Matching::Auto | Matching::Prefix) {
         return Ok(None);
     }
-    super::prefix::prefix_pairs(view, cfg, sort.mem_bytes, docs, older_than, emit)
+    super::prefix::prefix_pairs(view, cfg, sort.mem_bytes, docs, older_than, given, emit)
 }
 
 /// [`for_each_pair_planned`] once the prefix self-join is out of the question: the

@@ -48,6 +48,10 @@ pub struct PairsStats {
     /// unverified.
     #[serde(default)]
     pub candidates_pruned: u64,
+    /// Prefix only: documents whose lists the caller gave (ingest into an empty index: the
+    /// read stage's hashes), none of them read back from the segment.
+    #[serde(default)]
+    pub lists_given: u64,
     /// Join pipeline only: posting blocks the merge join read (each at most once per segment).
     pub blocks_read: u64,
     /// Join pipeline only: of `blocks_read`, those of the old segments (holding only documents

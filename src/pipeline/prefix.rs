@@ -101,19 +101,25 @@ pub fn prefix_pairs(
     mem_bytes: u64,
     docs: std::ops::Range<u32>,
     older_than: u32,
+    given: Option<DocLists>,
     emit: &mut dyn FnMut(&[Pair]) -> Result<()>,
 ) -> Result<Option<PairsStats>> {
-    prefix_join(view, cfg, mem_bytes, docs, older_than, None, emit)
+    prefix_join(view, cfg, mem_bytes, docs, older_than, given, None, emit)
 }
 
-/// [`prefix_pairs`]; `keep_lists` overrides whether step 1 keeps every list for step 3
-/// (None: when they fit a quarter of the budget). Tests compare both ways.
+/// [`prefix_pairs`]; `given`: the lists of exactly the live documents with features, their
+/// hashes mapped (ingest into a new index: [`DocLists::from_hashes`] of the read stage's
+/// hashes), used instead of reading them (ignored when they are not those documents').
+/// `keep_lists` overrides whether step 1 keeps every list for step 3 (None: when they fit a
+/// quarter of the budget, or were given). Tests compare both ways.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn prefix_join(
     view: &View,
     cfg: &PairsConfig,
     mem_bytes: u64,
     docs: std::ops::Range<u32>,
     older_than: u32,
+    given: Option<DocLists>,
     keep_lists: Option<bool>,
     emit: &mut dyn FnMut(&[Pair]) -> Result<()>,
 ) -> Result<Option<PairsStats>> {
@@ -151,15 +157,27 @@ pub(crate) fn prefix_join(
     // The lists of every live document at once when they fit a quarter of the budget (16
     // bytes a feature: stored list and hashes): step 3 then verifies from them, with no list
     // read twice. Otherwise a group of lists at a time, and step 3 reads its lists again.
+    let mut given = given.filter(|l| {
+        l.len() == live.len() && (0..l.len()).all(|i| l.id(i) == live[i] && l.hashes(i).is_some())
+    });
     let features: u64 = live.iter().map(|&d| view.size(d) as u64).sum();
-    let keep = keep_lists.unwrap_or(features.saturating_mul(16) <= quarter);
+    let keep = keep_lists.unwrap_or(given.is_some() || features.saturating_mul(16) <= quarter);
     let max_listed = if keep { u64::MAX } else { 1u64 << 20 };
     let mut kept: Option<DocLists> = None;
     let mut g0 = 0;
     while g0 < live.len() {
-        let g1 = g0 + listed_prefix(view, &live[g0..], max_listed);
-        let mut lists = DocLists::read(view, live[g0..g1].to_vec())?;
-        lists.map_hashes_caching(view, |_| true)?;
+        let (g1, lists) = match given.take() {
+            Some(lists) => {
+                stats.lists_given = lists.len() as u64;
+                (live.len(), lists)
+            }
+            None => {
+                let g1 = g0 + listed_prefix(view, &live[g0..], max_listed);
+                let mut lists = DocLists::read(view, live[g0..g1].to_vec())?;
+                lists.map_hashes_caching(view, |_| true)?;
+                (g1, lists)
+            }
+        };
         let idx: Vec<usize> = (0..lists.len()).collect();
         type Part = (Vec<(u64, u32)>, Vec<(u32, (u32, u64), u32)>);
         let parts: Vec<Result<Part>> = {
@@ -397,7 +415,11 @@ fn verify_kept(
             let b = p as u32;
             let ov = match lists.find(b) {
                 Some(j) => verify_listed(view, sample, t, x, own, lists, j, buf, counts)?,
-                None => verify_candidate(view, sample, t, x, Some(own), b, buf, counts)?,
+                // `own.raw` must be the stored list when `b`'s is read as stored.
+                None => {
+                    let own = (!lists.raw_is_hashes()).then_some(own);
+                    verify_candidate(view, sample, t, x, own, b, buf, counts)?
+                }
             };
             out.extend(ov.map(|ov| Pair {
                 a,

@@ -52,7 +52,7 @@ fn prefix_pairs_equal_probe_pairs() {
                     Ok(())
                 };
                 let all = 0..view.doc_ids();
-                let gs = prefix_pairs(view, &cfg, 64 << 20, all, 0, &mut emit)
+                let gs = prefix_pairs(view, &cfg, 64 << 20, all, 0, None, &mut emit)
                     .unwrap()
                     .expect("applies and fits");
                 let what = format!("{sample} format {format} t {t}");
@@ -70,7 +70,7 @@ fn prefix_pairs_equal_probe_pairs() {
                         Ok(())
                     };
                     let all = 0..view.doc_ids();
-                    let ks = prefix_join(view, &cfg, 64 << 20, all, 0, Some(keep), &mut emit)
+                    let ks = prefix_join(view, &cfg, 64 << 20, all, 0, None, Some(keep), &mut emit)
                         .unwrap()
                         .expect("applies and fits");
                     assert_eq!(again, got, "{what}, lists kept {keep}");
@@ -86,19 +86,23 @@ fn prefix_pairs_equal_probe_pairs() {
                 // Nothing when it does not apply or does not fit.
                 let mut none = |_: &[Pair]| -> Result<()> { panic!("emitted") };
                 let n = view.doc_ids();
-                assert!(prefix_pairs(view, &cfg, 64 << 20, 45..n, 45, &mut none)
-                    .unwrap()
-                    .is_none());
-                assert!(prefix_pairs(view, &cfg, 64, 0..n, 0, &mut none)
+                assert!(
+                    prefix_pairs(view, &cfg, 64 << 20, 45..n, 45, None, &mut none)
+                        .unwrap()
+                        .is_none()
+                );
+                assert!(prefix_pairs(view, &cfg, 64, 0..n, 0, None, &mut none)
                     .unwrap()
                     .is_none());
                 let limited = PairsConfig {
                     max_df: Some(5),
                     ..cfg
                 };
-                assert!(prefix_pairs(view, &limited, 64 << 20, 0..n, 0, &mut none)
-                    .unwrap()
-                    .is_none());
+                assert!(
+                    prefix_pairs(view, &limited, 64 << 20, 0..n, 0, None, &mut none)
+                        .unwrap()
+                        .is_none()
+                );
             }
             assert!(verified > 0);
         }
@@ -143,4 +147,162 @@ fn lists_read_in_place_equal_lists_gathered() {
             assert!(ids.is_empty() || listed > 0);
         }
     }
+}
+
+/// Pages of 400 words in 6 families of near-duplicates (one word the page's own).
+fn family_word(d: u32, i: u32) -> String {
+    if i == d * 7 % 400 {
+        format!("own{d}x{i}")
+    } else {
+        format!("fam{}w{i}", d % 6)
+    }
+}
+
+/// The lists a caller gives (`DocLists::from_hashes`, as ingest gives the read stage's
+/// hashes) yield exactly the pairs, candidates and verification counts of the lists read
+/// back from the segment, kept or not; lists that are not the live documents' are ignored
+/// or refused.
+#[test]
+fn given_lists_equal_lists_read() {
+    use crate::query::DocLists;
+    for format in [2, 3] {
+        let tmp = tempfile::tempdir().unwrap();
+        let n = 48;
+        let mut ix =
+            crate::pipeline::word_pages_index_as(tmp.path(), n, 400, Some(format), family_word);
+        let hashes = |view: &crate::view::View| {
+            let (mut flat, mut at, mut buf) = (Vec::new(), vec![0], Vec::new());
+            for d in 0..view.doc_ids() {
+                view.features_into(d, &mut buf).unwrap();
+                flat.extend_from_slice(&buf);
+                at.push(flat.len());
+            }
+            (flat, at)
+        };
+        for t in ["0.3", "0.5", "0.8", "1.0"] {
+            let view = ix.view();
+            let s = ix.options().sample().unwrap();
+            let cfg = PairsConfig::new(s, t.parse().unwrap());
+            let what = format!("format {format} t {t}");
+            let run = |given: Option<DocLists>, keep: Option<bool>| {
+                let mut got = Vec::new();
+                let mut emit = |b: &[Pair]| {
+                    got.extend_from_slice(b);
+                    Ok(())
+                };
+                let all = 0..view.doc_ids();
+                let st = prefix_join(view, &cfg, 64 << 20, all, 0, given, keep, &mut emit)
+                    .unwrap()
+                    .expect("applies and fits");
+                (got, st)
+            };
+            let (want, ws) = run(None, None);
+            assert_eq!(ws.lists_given, 0);
+            if t == "0.5" {
+                assert!(want.len() > 30, "{what}: the corpus has pairs");
+            }
+            for keep in [None, Some(true), Some(false)] {
+                let (flat, at) = hashes(view);
+                let given = DocLists::from_hashes(view, 0, 0, &at, flat).expect("the view's");
+                assert!(given.raw_is_hashes());
+                let (got, gs) = run(Some(given), keep);
+                assert_eq!(got, want, "{what}, keep {keep:?}");
+                for (g, w) in got.iter().zip(&want) {
+                    assert_eq!(g.m.resemblance.to_bits(), w.m.resemblance.to_bits());
+                }
+                assert_eq!(gs.lists_given, n as u64, "{what}");
+                assert_eq!(gs.candidates, ws.candidates, "{what}");
+                assert_eq!(gs.verified_by_ranks, ws.verified_by_ranks, "{what}");
+            }
+            // Refused: a list one hash short, a segment that does not hold the documents.
+            let (mut flat, mut at) = hashes(view);
+            assert!(DocLists::from_hashes(view, 1, 0, &at, flat.clone()).is_none());
+            flat.remove(at[5]);
+            for a in &mut at[6..] {
+                *a -= 1;
+            }
+            assert!(DocLists::from_hashes(view, 0, 0, &at, flat).is_none());
+        }
+        // A deleted document: lists of every document are not the live ones' (ignored, the
+        // lists read instead), the same pairs.
+        ix.delete(&crate::lifecycle::DeleteSelector::Keys(vec![
+            "d07.html".into()
+        ]))
+        .unwrap();
+        let view = ix.view();
+        let cfg = PairsConfig::new(ix.options().sample().unwrap(), "0.5".parse().unwrap());
+        let (flat, at) = hashes(view);
+        let given = DocLists::from_hashes(view, 0, 0, &at, flat);
+        let mut runs = Vec::new();
+        for given in [None, given] {
+            let mut got = Vec::new();
+            let mut emit = |b: &[Pair]| {
+                got.extend_from_slice(b);
+                Ok(())
+            };
+            let all = 0..view.doc_ids();
+            let st = prefix_join(view, &cfg, 64 << 20, all, 0, given, None, &mut emit)
+                .unwrap()
+                .unwrap();
+            assert_eq!(st.lists_given, 0);
+            assert!(got.iter().all(|p| p.a != 7 && p.b != 7));
+            runs.push(got);
+        }
+        assert_eq!(runs[0], runs[1]);
+    }
+}
+
+/// Ingest into an empty index gives the prefix self-join the read stage's hashes (no list
+/// read back) when they fit an eighth of `--mem`, and reads them back otherwise or when the
+/// batch goes into a non-empty index: the same pairs every way.
+#[test]
+fn ingest_gives_the_read_stages_hashes() {
+    use crate::pipeline::ingest::IngestOptions;
+    let tmp = tempfile::tempdir().unwrap();
+    let docs = tmp.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let n = 40;
+    for d in 0..n {
+        let text: Vec<String> = (0..400).map(|i| family_word(d, i)).collect();
+        let html = format!("<html><body><p>{}</p></body></html>", text.join(" "));
+        std::fs::write(docs.join(format!("d{d:02}.html")), html).unwrap();
+    }
+    let given = |s: &crate::pipeline::IngestSummary| {
+        s.matching_stats.as_ref().unwrap()["lists_given"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    let mut found = Vec::new();
+    for (k, mem) in [16u64 << 20, 32 << 10].into_iter().enumerate() {
+        let dir = tmp.path().join(format!("idx{k}"));
+        let mut ix = crate::index::Index::open_writer(&dir, &Default::default()).unwrap();
+        let opts = IngestOptions {
+            mem_bytes: mem,
+            ..IngestOptions::default()
+        };
+        let s = ix
+            .ingest(vec![docs.clone()], &opts, &mut |_| Ok(()), &|_| {})
+            .unwrap();
+        assert!(s.near_duplicate_pairs > 30, "{}", s.near_duplicate_pairs);
+        // 40 documents of ~400 hashes: ~128 KiB, within 2 MiB, not within 4 KiB.
+        assert_eq!(given(&s), if k == 0 { n as u64 } else { 0 }, "mem {mem}");
+        found.push(s.near_duplicate_pairs);
+        if k == 0 {
+            // A second batch (the same pages under other keys) into the non-empty index.
+            let again = tmp.path().join("again");
+            std::fs::create_dir_all(&again).unwrap();
+            for d in 0..4 {
+                std::fs::copy(
+                    docs.join(format!("d{d:02}.html")),
+                    again.join(format!("e{d}.html")),
+                )
+                .unwrap();
+            }
+            let s = ix
+                .ingest(vec![again], &opts, &mut |_| Ok(()), &|_| {})
+                .unwrap();
+            assert_eq!(given(&s), 0);
+        }
+    }
+    assert_eq!(found[0], found[1]);
 }

@@ -145,6 +145,9 @@ pub struct DocLists {
     /// Per document: where its coarse keys lie in `coarse` (None: not computed).
     coarse_at: Vec<Option<(usize, usize)>>,
     coarse: Vec<u16>,
+    /// `raw` holds every document's feature hashes in place of its stored list
+    /// ([`DocLists::from_hashes`]).
+    raw_hashes: bool,
 }
 
 const NONE: u32 = u32::MAX;
@@ -219,6 +222,62 @@ impl DocLists {
             ids,
             ..Default::default()
         })
+    }
+
+    /// The lists of documents `first..` of segment `si` of `view` from feature hashes the
+    /// caller holds already (ingest: the read stage's), nothing read from the segment:
+    /// `flat[at[k]..at[k + 1]]` are the sorted hashes of document `first + k`. Documents
+    /// without features are left out. Each list's [`DocLists::raw`] is its hashes in place
+    /// of its stored ranks: within one ranked segment the rank map is strictly increasing, so
+    /// hashes compare as the ranks do and [`verify_listed`] gives the answers and counts it
+    /// gives for lists read ([`DocLists::raw_is_hashes`] tells callers that pass `raw` on
+    /// to [`verify_candidate`], which reads the other list as stored). None when a list's
+    /// length is not the document's feature count in `view` or `si` does not hold it.
+    pub fn from_hashes(
+        view: &View,
+        si: usize,
+        first: u32,
+        at: &[usize],
+        flat: Vec<u64>,
+    ) -> Option<DocLists> {
+        let n = at.len().checked_sub(1)?;
+        if at[n] != flat.len() || si >= view.segments.len() {
+            return None;
+        }
+        // An empty list takes no room in `flat`: leaving its document out moves nothing.
+        let (mut ids, mut raw_at) = (Vec::with_capacity(n), Vec::with_capacity(n + 1));
+        raw_at.push(at[0]);
+        for k in 0..n {
+            let d = first.checked_add(k as u32)?;
+            let (lo, hi) = (at[k], at[k + 1]);
+            if hi < lo || view.size(d) as usize != hi - lo {
+                return None;
+            }
+            if hi == lo {
+                continue;
+            }
+            if view.forward_block(d).map(|(s, _)| s) != Some(si) {
+                return None;
+            }
+            ids.push(d);
+            raw_at.push(hi);
+        }
+        Some(DocLists {
+            seg: vec![si as u32; ids.len()],
+            raw_at,
+            raw: flat,
+            hash_at: vec![(RAW, 0, 0); ids.len()],
+            coarse_at: vec![None; ids.len()],
+            ids,
+            raw_hashes: true,
+            ..Default::default()
+        })
+    }
+
+    /// Whether [`DocLists::raw`] gives the hashes in place of the stored lists
+    /// ([`DocLists::from_hashes`]).
+    pub fn raw_is_hashes(&self) -> bool {
+        self.raw_hashes
     }
 
     /// [`DocLists::read`] list by list, for lists whose lengths are not the feature counts.
@@ -316,7 +375,8 @@ impl DocLists {
         (self.seg[i] != NONE).then_some(self.seg[i] as usize)
     }
 
-    /// Document `i`'s list as stored (ranks in a format-3 segment).
+    /// Document `i`'s list as stored (ranks in a format-3 segment), or its hashes when the
+    /// lists came from [`DocLists::from_hashes`].
     pub fn raw(&self, i: usize) -> &[u64] {
         &self.raw[self.raw_at[i]..self.raw_at[i + 1]]
     }
