@@ -532,32 +532,54 @@ struct Batch {
     hashes: Option<BatchHashes>,
 }
 
-/// The feature hashes of a batch's new documents, in id order, within a byte budget.
+/// The feature hashes of a batch's new documents, in id order, one list after the other
+/// (each as long as its document's feature count), within a byte budget.
 struct BatchHashes {
     flat: Vec<u64>,
-    /// `flat[at[k]..at[k + 1]]` is the list of the batch's k-th new document.
-    at: Vec<usize>,
-    budget: usize,
+    /// Documents whose lists `flat` holds.
+    docs: u32,
+    /// Most hashes kept.
+    max_len: usize,
+    /// Elements of `flat`'s capacity faulted in ahead of the writes.
+    populated: usize,
 }
+
+/// Capacity of [`BatchHashes`]' first allocation, whatever its budget: more than glibc's
+/// largest dynamic mmap threshold (32 MiB), so the buffer is a mapping of its own that grows
+/// by remapping and whose release does not raise the threshold (a smaller buffer, freed,
+/// raised it and left later large allocations in the heap: +29 MiB peak heap at `--mem
+/// 64MiB`). Only the pages written count as memory.
+const BATCH_HASHES_RESERVE: usize = (40 << 20) / 8;
 
 impl BatchHashes {
     fn new(budget: u64) -> BatchHashes {
         BatchHashes {
             flat: Vec::new(),
-            at: vec![0],
-            budget: usize::try_from(budget).unwrap_or(usize::MAX),
+            docs: 0,
+            max_len: usize::try_from(budget / 8).unwrap_or(usize::MAX),
+            populated: 0,
         }
     }
 
-    /// Appends the next document's hashes; false (the caller drops them all) when the lists
-    /// would outgrow the budget (8 bytes a hash, 8 a document).
+    /// Appends the next document's hashes; false (the caller drops them all) when they
+    /// would outgrow the budget.
     fn push(&mut self, features: &[u64]) -> bool {
-        let bytes = (self.flat.len() + features.len() + self.at.len() + 1) * 8;
-        if bytes > self.budget {
+        let len = self.flat.len() + features.len();
+        if len > self.max_len {
             return false;
         }
+        if self.flat.capacity() == 0 {
+            self.flat = Vec::with_capacity(BATCH_HASHES_RESERVE.max(len));
+        }
+        self.flat.reserve(features.len());
+        if len > self.populated {
+            let step = crate::sort::prefault::STEP / 8;
+            let to = (self.populated + step).max(len).min(self.max_len);
+            crate::sort::prefault::populate(&self.flat, self.populated, to);
+            self.populated = to.min(self.flat.capacity());
+        }
         self.flat.extend_from_slice(features);
-        self.at.push(self.flat.len());
+        self.docs += 1;
         true
     }
 }
@@ -725,6 +747,7 @@ impl Index {
             sizes: Some(Spool::new(self.tmp_dir())),
             // Only a batch into an empty index is matched by the prefix self-join
             // (`pipeline::prefix::applies`: whole index, no commonality limit, not adaptive).
+            // Its hashes stay while the sort's buffer (--mem) fills: a sixteenth of --mem.
             hashes: (doc_lo == 0
                 && self.view.doc_ids() == 0
                 && self.options().max_df.is_none()
@@ -733,7 +756,7 @@ impl Index {
                     crate::fingerprint::Sample::Adaptive(_)
                 )
                 && matches!(opts.matching, Matching::Auto | Matching::Prefix))
-            .then(|| BatchHashes::new(opts.mem_bytes / 8)),
+            .then(|| BatchHashes::new(opts.mem_bytes / 16)),
         };
         Ok((b, seg))
     }
@@ -908,12 +931,11 @@ impl Index {
         // The read stage's hashes of a batch into an empty index, for the prefix self-join.
         let given = b.hashes.take().and_then(|h| {
             let si = view.segments.len().checked_sub(1)?;
-            if view.segments[si].entry.file != entry_file
-                || h.at.len() as u64 != (doc_hi - doc_lo) as u64 + 1
-            {
+            let whole = h.docs == doc_hi - doc_lo;
+            if view.segments[si].entry.file != entry_file || !whole {
                 return None;
             }
-            crate::query::DocLists::from_hashes(&view, si, doc_lo, &h.at, h.flat)
+            crate::query::DocLists::from_hashes(&view, si, doc_lo..doc_hi, h.flat)
         });
         let mut pairs = Vec::new();
         let mstats = for_each_pair_given(

@@ -24,6 +24,9 @@
 //! anything otherwise, and the caller matches as before). When the documents' lists fit a
 //! third quarter, they are read once and kept for the verification (no candidate's list is
 //! read again); otherwise they are read a group at a time, and again per candidate.
+//! Ingest into an empty index hands over the lists it holds already, the read stage's feature
+//! hashes ([`crate::query::DocLists::from_hashes`]): then no list is read back from the new
+//! segment nor any rank mapped to its key, and those lists serve the verification.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -224,43 +224,41 @@ impl DocLists {
         })
     }
 
-    /// The lists of documents `first..` of segment `si` of `view` from feature hashes the
-    /// caller holds already (ingest: the read stage's), nothing read from the segment:
-    /// `flat[at[k]..at[k + 1]]` are the sorted hashes of document `first + k`. Documents
-    /// without features are left out. Each list's [`DocLists::raw`] is its hashes in place
-    /// of its stored ranks: within one ranked segment the rank map is strictly increasing, so
-    /// hashes compare as the ranks do and [`verify_listed`] gives the answers and counts it
-    /// gives for lists read ([`DocLists::raw_is_hashes`] tells callers that pass `raw` on
-    /// to [`verify_candidate`], which reads the other list as stored). None when a list's
-    /// length is not the document's feature count in `view` or `si` does not hold it.
+    /// The lists of documents `docs` of segment `si` of `view` from feature hashes the caller
+    /// holds already (ingest: the read stage's), nothing read from the segment: `flat` holds
+    /// their sorted hashes one list after the other, each as long as its document's feature
+    /// count in `view` ([`View::size`]). Documents without features are left out. Each list's
+    /// [`DocLists::raw`] is its hashes in place of its stored ranks: within one ranked segment
+    /// the rank map is strictly increasing, so hashes compare as the ranks do and
+    /// [`verify_listed`] gives the answers and counts it gives for lists read
+    /// ([`DocLists::raw_is_hashes`] tells callers that pass `raw` on to [`verify_candidate`],
+    /// which reads the other list as stored). None when the counts do not add up to
+    /// `flat.len()` or `si` does not hold a document.
     pub fn from_hashes(
         view: &View,
         si: usize,
-        first: u32,
-        at: &[usize],
+        docs: std::ops::Range<u32>,
         flat: Vec<u64>,
     ) -> Option<DocLists> {
-        let n = at.len().checked_sub(1)?;
-        if at[n] != flat.len() || si >= view.segments.len() {
+        if si >= view.segments.len() {
             return None;
         }
-        // An empty list takes no room in `flat`: leaving its document out moves nothing.
-        let (mut ids, mut raw_at) = (Vec::with_capacity(n), Vec::with_capacity(n + 1));
-        raw_at.push(at[0]);
-        for k in 0..n {
-            let d = first.checked_add(k as u32)?;
-            let (lo, hi) = (at[k], at[k + 1]);
-            if hi < lo || view.size(d) as usize != hi - lo {
-                return None;
-            }
-            if hi == lo {
+        let (mut ids, mut raw_at) = (Vec::new(), vec![0usize]);
+        let mut at = 0usize;
+        for d in docs {
+            let n = view.size(d) as usize;
+            if n == 0 {
                 continue;
             }
             if view.forward_block(d).map(|(s, _)| s) != Some(si) {
                 return None;
             }
+            at += n;
             ids.push(d);
-            raw_at.push(hi);
+            raw_at.push(at);
+        }
+        if at != flat.len() {
+            return None;
         }
         Some(DocLists {
             seg: vec![si as u32; ids.len()],
