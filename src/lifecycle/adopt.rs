@@ -340,6 +340,7 @@ impl Index {
             &sort,
             doc_lo..doc_hi,
             doc_lo,
+            None,
             |block| {
                 pairs.extend_from_slice(block);
                 Ok(())

@@ -360,7 +360,7 @@ fn planner_estimates_blocks_from_the_covered_key_range() {
         assert_eq!(tight.choice, Matching::Join, "{tight:?}");
         assert!(tight.cost_probe > 10.0 * tight.cost_join, "{tight:?}");
         let mut auto = Vec::new();
-        let st = for_each_pair(Matching::Auto, view, &cfg, &sort, lo..hi, lo, |b| {
+        let st = for_each_pair(Matching::Auto, view, &cfg, &sort, lo..hi, lo, None, |b| {
             auto.extend_from_slice(b);
             Ok(())
         })

@@ -33,7 +33,7 @@ use crate::index::Index;
 use crate::input::{read_source, InputItem, InputOptions, Source};
 use crate::method::writer::{extras as method_extras, DocExtras, MethodWriter};
 use crate::method::MethodOptions;
-use crate::pipeline::pairs::{for_each_pair_given, Matching, PairsConfig};
+use crate::pipeline::pairs::{for_each_pair, Matching, PairsConfig};
 use crate::pipeline::plan::Pair;
 use crate::pipeline::spool::ReportSpool;
 use crate::segment::PendingSync;
@@ -938,7 +938,7 @@ impl Index {
             crate::query::DocLists::from_hashes(&view, si, doc_lo..doc_hi, h.flat)
         });
         let mut pairs = Vec::new();
-        let mstats = for_each_pair_given(
+        let mstats = for_each_pair(
             opts.matching,
             &view,
             &cfg,

@@ -1280,6 +1280,7 @@ mod tests {
                     &sort,
                     range.clone(),
                     lo,
+                    None,
                     |b| {
                         auto.extend_from_slice(b);
                         Ok(())

@@ -13,8 +13,8 @@ pub use ingest::{
 };
 pub use join::join_pairs;
 pub use pairs::{
-    all_pairs, collect_pairs, for_each_pair, for_each_pair_block, for_each_pair_given,
-    for_each_pair_planned, Matching, Pair, PairsConfig, PairsStats,
+    all_pairs, collect_pairs, for_each_pair, for_each_pair_block, for_each_pair_planned, Matching,
+    Pair, PairsConfig, PairsStats,
 };
 
 /// Test fixture: an index (in `dir/idx`) of `n` pages whose i-th word is `word(doc, i)`, for

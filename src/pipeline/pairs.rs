@@ -27,24 +27,11 @@ pub use super::plan::{Matching, Pair, PairsConfig, PairsStats, BLOCK_DOCS};
 /// `sort.mem_bytes`); the join pipeline sorts under `sort` (budget and run-file directory).
 /// The stats name the matching used and hold the planner's estimates (with a forced matching,
 /// what `Auto` would have chosen: a sample of 256 documents, no posting block read).
-pub fn for_each_pair(
-    matching: Matching,
-    view: &View,
-    cfg: &PairsConfig,
-    sort: &crate::sort::SortOptions,
-    docs: std::ops::Range<u32>,
-    older_than: u32,
-    emit: impl FnMut(&[Pair]) -> Result<()>,
-) -> Result<PairsStats> {
-    for_each_pair_given(matching, view, cfg, sort, docs, older_than, None, emit)
-}
-
-/// [`for_each_pair`] with the lists of the live documents when the caller holds them
-/// already (ingest into a new index: [`DocLists::from_hashes`] of the read stage's hashes):
-/// the prefix self-join takes them instead of reading the documents' lists back. The same
-/// pairs either way.
+/// `given`: the lists of the live documents when the caller holds them already (ingest into
+/// an empty index: [`DocLists::from_hashes`] of the read stage's hashes), which the prefix
+/// self-join takes instead of reading them back; the same pairs either way.
 #[allow(clippy::too_many_arguments)]
-pub fn for_each_pair_given(
+pub fn for_each_pair(
     matching: Matching,
     view: &View,
     cfg: &PairsConfig,

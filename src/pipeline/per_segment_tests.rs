@@ -204,10 +204,19 @@ fn per_segment_probes_find_the_same_pairs_and_look_up_fewer_old_keys() {
         assert_eq!(p.surviving, p1.surviving, "the probe side is the same");
         let sort = SortOptions::new(4 << 10, &tmpdir);
         let mut auto = Vec::new();
-        for_each_pair(Matching::Auto, view, &cfgs[2], &sort, lo..hi, lo, |b| {
-            auto.extend_from_slice(b);
-            Ok(())
-        })
+        for_each_pair(
+            Matching::Auto,
+            view,
+            &cfgs[2],
+            &sort,
+            lo..hi,
+            lo,
+            None,
+            |b| {
+                auto.extend_from_slice(b);
+                Ok(())
+            },
+        )
         .unwrap();
         assert_eq!(keyed(&auto), want);
     }

@@ -158,6 +158,26 @@ fn family_word(d: u32, i: u32) -> String {
     }
 }
 
+/// The pairs and stats of the prefix self-join of the whole index (`prefix_join` with
+/// `given` and `keep`), which must apply and fit.
+fn join_whole(
+    view: &crate::view::View,
+    cfg: &PairsConfig,
+    given: Option<crate::query::DocLists>,
+    keep: Option<bool>,
+) -> (Vec<Pair>, crate::pipeline::plan::PairsStats) {
+    let mut got = Vec::new();
+    let mut emit = |b: &[Pair]| {
+        got.extend_from_slice(b);
+        Ok(())
+    };
+    let all = 0..view.doc_ids();
+    let st = prefix_join(view, cfg, 64 << 20, all, 0, given, keep, &mut emit)
+        .unwrap()
+        .expect("applies and fits");
+    (got, st)
+}
+
 /// The lists a caller gives (`DocLists::from_hashes`, as ingest gives the read stage's
 /// hashes) yield exactly the pairs, candidates and verification counts of the lists read
 /// back from the segment, kept or not; lists that are not the live documents' are ignored
@@ -183,18 +203,7 @@ fn given_lists_equal_lists_read() {
             let s = ix.options().sample().unwrap();
             let cfg = PairsConfig::new(s, t.parse().unwrap());
             let what = format!("format {format} t {t}");
-            let run = |given: Option<DocLists>, keep: Option<bool>| {
-                let mut got = Vec::new();
-                let mut emit = |b: &[Pair]| {
-                    got.extend_from_slice(b);
-                    Ok(())
-                };
-                let all = 0..view.doc_ids();
-                let st = prefix_join(view, &cfg, 64 << 20, all, 0, given, keep, &mut emit)
-                    .unwrap()
-                    .expect("applies and fits");
-                (got, st)
-            };
+            let run = |given, keep| join_whole(view, &cfg, given, keep);
             let (want, ws) = run(None, None);
             assert_eq!(ws.lists_given, 0);
             if t == "0.5" {
@@ -233,15 +242,7 @@ fn given_lists_equal_lists_read() {
         assert!(given.is_some());
         let mut runs = Vec::new();
         for given in [None, given] {
-            let mut got = Vec::new();
-            let mut emit = |b: &[Pair]| {
-                got.extend_from_slice(b);
-                Ok(())
-            };
-            let all = 0..view.doc_ids();
-            let st = prefix_join(view, &cfg, 64 << 20, all, 0, given, None, &mut emit)
-                .unwrap()
-                .unwrap();
+            let (got, st) = join_whole(view, &cfg, given, None);
             assert_eq!(st.lists_given, 0);
             assert!(got.iter().all(|p| p.a != 7 && p.b != 7));
             runs.push(got);
