@@ -26,6 +26,7 @@ use crate::error::Result;
 use crate::fingerprint::manku::PermutedTables;
 use crate::fingerprint::simhash::encode_sim384;
 use crate::segment::{self, SegmentMeta, SegmentWriter, FREQUENT, FREQUENT_DF};
+use crate::sort::prefault::Bounded;
 use crate::sort::{
     Buffered, DocHash, DocPair, ExternalSorter, KeyDoc, SortOptions, SortedSlices, Spool, SpoolFile,
 };
@@ -84,40 +85,8 @@ struct ListsSeen {
     /// after POSTINGS, from its inversion. None for formats 1 and 2 (FORWARD streamed first).
     ranked: Option<RankedForward>,
     /// Format 3, when asked for ([`SegmentBuilder::keep_keys`]): the POSTINGS keys so far, in
-    /// rank order (added with the blocks, on the block thread).
-    kept: Option<KeptKeys>,
-}
-
-/// The POSTINGS keys a builder keeps in memory ([`SegmentBuilder::keep_keys`]), in rank
-/// order, while there are at most `max` of them (beyond: `over`, none kept). Their pages are
-/// faulted in ahead, [`crate::sort::prefault::STEP`] bytes at a time.
-struct KeptKeys {
-    keys: Vec<u64>,
-    max: usize,
-    ready: usize,
-    over: bool,
-}
-
-impl KeptKeys {
-    /// Appends the next keys (in rank order).
-    fn add(&mut self, keys: &[u64]) {
-        if self.over {
-            return;
-        }
-        let end = self.keys.len() + keys.len();
-        if end > self.max {
-            self.over = true;
-            self.keys = Vec::new();
-            return;
-        }
-        if end > self.ready && end <= self.keys.capacity() {
-            let step = crate::sort::prefault::STEP / 8;
-            let to = (self.ready + step).max(end).min(self.keys.capacity());
-            crate::sort::prefault::populate(&self.keys, self.ready.max(self.keys.len()), to);
-            self.ready = to;
-        }
-        self.keys.extend_from_slice(keys);
-    }
+    /// rank order (added with the blocks, on the block thread), while within the bound.
+    kept: Option<Bounded>,
 }
 
 impl ListsSeen {
@@ -339,12 +308,7 @@ impl SegmentBuilder {
     /// the postings; nothing kept in formats 1 and 2 (their FORWARD lists are the keys).
     pub fn keep_keys(&mut self, max_bytes: u64) {
         if self.lists.ranked.is_some() && self.lists.keys == 0 {
-            self.lists.kept = Some(KeptKeys {
-                keys: Vec::new(),
-                max: usize::try_from(max_bytes / 8).unwrap_or(usize::MAX),
-                ready: 0,
-                over: false,
-            });
+            self.lists.kept = Some(Bounded::new(max_bytes));
         }
     }
 
@@ -453,9 +417,8 @@ impl SegmentBuilder {
                     r.direct = Some(Direct::new(&r.docs));
                 }
                 // At most one key per feature: reserved (not touched) once, never regrown.
-                if let Some(k) = self.lists.kept.as_mut().filter(|k| k.keys.capacity() == 0) {
-                    let n = usize::try_from(r.total).unwrap_or(k.max).min(k.max);
-                    k.keys.reserve_exact(n);
+                if let Some(k) = self.lists.kept.as_mut() {
+                    k.reserve_exact(usize::try_from(r.total).unwrap_or(k.max()).min(k.max()));
                 }
             }
         }
@@ -468,7 +431,7 @@ impl SegmentBuilder {
         segment::encode_postings(ids, &mut self.buf);
         self.w.add(key, &self.buf)?;
         if let Some(k) = self.lists.kept.as_mut() {
-            k.add(&[key]);
+            k.extend(&[key]);
         }
         self.lists.note(key, ids)
     }
@@ -866,7 +829,7 @@ impl SegmentBuilder {
             keys: self.lists.keys,
             postings: self.lists.postings,
             files: self.files,
-            kept_keys: self.lists.kept.take().filter(|k| !k.over).map(|k| k.keys),
+            kept_keys: self.lists.kept.take().and_then(Bounded::into_vec),
         })
     }
 
@@ -880,7 +843,7 @@ impl SegmentBuilder {
             keys: self.lists.keys,
             postings: self.lists.postings,
             files: self.files,
-            kept_keys: self.lists.kept.take().filter(|k| !k.over).map(|k| k.keys),
+            kept_keys: self.lists.kept.take().and_then(Bounded::into_vec),
         };
         Ok((built, synced))
     }
@@ -942,10 +905,10 @@ struct EncodedLists {
 
 impl EncodedLists {
     /// Adds the lists to `w`, and their keys to `kept`.
-    fn add_to(&self, w: &mut SegmentWriter, kept: Option<&mut KeptKeys>) -> Result<()> {
+    fn add_to(&self, w: &mut SegmentWriter, kept: Option<&mut Bounded>) -> Result<()> {
         w.add_many(&self.keys, &self.ends, &self.bytes)?;
         if let Some(k) = kept {
-            k.add(&self.keys);
+            k.extend(&self.keys);
         }
         Ok(())
     }
@@ -969,7 +932,7 @@ impl<'s> BlockThread<'s> {
     fn start<'e>(
         s: &'s std::thread::Scope<'s, 'e>,
         w: &'s mut SegmentWriter,
-        mut kept: Option<&'s mut KeptKeys>,
+        mut kept: Option<&'s mut Bounded>,
     ) -> Self
     where
         'e: 's,

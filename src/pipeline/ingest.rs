@@ -37,6 +37,7 @@ use crate::pipeline::pairs::{for_each_pair, Matching, PairsConfig};
 use crate::pipeline::plan::Pair;
 use crate::pipeline::spool::ReportSpool;
 use crate::segment::PendingSync;
+use crate::sort::prefault::Bounded;
 use crate::sort::{DocPair, ExternalSorter, KeyDoc, SortOptions, Spool};
 use crate::store::{DocRecord, Manifest};
 use crate::view::View;
@@ -526,63 +527,19 @@ struct Batch {
     /// `(doc, feature count)` of each new document, in id order, spooled to a run file until
     /// the match stage reads them into the view (their records are staged in the catalog).
     sizes: Option<Spool<DocPair>>,
-    /// The new documents' feature hashes as the read stage made them, for the matching of a
-    /// batch into an empty index (the prefix self-join takes them instead of reading the
-    /// lists back); None when that matching cannot apply or they outgrew their budget.
-    hashes: Option<BatchHashes>,
+    /// The new documents' feature hashes as the read stage made them, in id order, one list
+    /// after the other, for the matching of a batch into an empty index (the prefix
+    /// self-join takes them instead of reading the lists back); None when that matching
+    /// cannot apply or they outgrew their budget.
+    hashes: Option<Bounded>,
 }
 
-/// The feature hashes of a batch's new documents, in id order, one list after the other
-/// (each as long as its document's feature count), within a byte budget.
-struct BatchHashes {
-    flat: Vec<u64>,
-    /// Documents whose lists `flat` holds.
-    docs: u32,
-    /// Most hashes kept.
-    max_len: usize,
-    /// Elements of `flat`'s capacity faulted in ahead of the writes.
-    populated: usize,
-}
-
-/// Capacity of [`BatchHashes`]' first allocation, whatever its budget: more than glibc's
-/// largest dynamic mmap threshold (32 MiB), so the buffer is a mapping of its own that grows
-/// by remapping and whose release does not raise the threshold (a smaller buffer, freed,
+/// Capacity reserved for a batch's kept feature hashes, whatever their budget: more than
+/// glibc's largest dynamic mmap threshold (32 MiB), so the buffer is a mapping of its own that
+/// grows by remapping and whose release does not raise the threshold (a smaller buffer, freed,
 /// raised it and left later large allocations in the heap: +29 MiB peak heap at `--mem
 /// 64MiB`). Only the pages written count as memory.
 const BATCH_HASHES_RESERVE: usize = (40 << 20) / 8;
-
-impl BatchHashes {
-    fn new(budget: u64) -> BatchHashes {
-        BatchHashes {
-            flat: Vec::new(),
-            docs: 0,
-            max_len: usize::try_from(budget / 8).unwrap_or(usize::MAX),
-            populated: 0,
-        }
-    }
-
-    /// Appends the next document's hashes; false (the caller drops them all) when they
-    /// would outgrow the budget.
-    fn push(&mut self, features: &[u64]) -> bool {
-        let len = self.flat.len() + features.len();
-        if len > self.max_len {
-            return false;
-        }
-        if self.flat.capacity() == 0 {
-            self.flat = Vec::with_capacity(BATCH_HASHES_RESERVE.max(len));
-        }
-        self.flat.reserve(features.len());
-        if len > self.populated {
-            let step = crate::sort::prefault::STEP / 8;
-            let to = (self.populated + step).max(len).min(self.max_len);
-            crate::sort::prefault::populate(&self.flat, self.populated, to);
-            self.populated = to.min(self.flat.capacity());
-        }
-        self.flat.extend_from_slice(features);
-        self.docs += 1;
-        true
-    }
-}
 
 impl Index {
     /// Ingests one batch from `inputs`. `report` receives one line per input document after
@@ -745,18 +702,17 @@ impl Index {
             reports: ReportSpool::new(&self.tmp_dir())?,
             intake: StagedIntake::new(self.view.tombstones.clone()),
             sizes: Some(Spool::new(self.tmp_dir())),
-            // Only a batch into an empty index is matched by the prefix self-join
-            // (`pipeline::prefix::applies`: whole index, no commonality limit, not adaptive).
-            // Its hashes stay while the sort's buffer (--mem) fills: a sixteenth of --mem.
+            // Only a batch into an empty index is matched by the prefix self-join. Its hashes
+            // stay while the sort's buffer (--mem) fills: a sixteenth of --mem.
             hashes: (doc_lo == 0
                 && self.view.doc_ids() == 0
-                && self.options().max_df.is_none()
-                && !matches!(
-                    self.options().fingerprint()?.sample,
-                    crate::fingerprint::Sample::Adaptive(_)
-                )
-                && matches!(opts.matching, Matching::Auto | Matching::Prefix))
-            .then(|| BatchHashes::new(opts.mem_bytes / 16)),
+                && matches!(opts.matching, Matching::Auto | Matching::Prefix)
+                && crate::pipeline::prefix::applies_to(&self.pairs_config()?))
+            .then(|| {
+                let mut h = Bounded::new(opts.mem_bytes / 16);
+                h.reserve_exact(BATCH_HASHES_RESERVE);
+                h
+            }),
         };
         Ok((b, seg))
     }
@@ -865,7 +821,7 @@ impl Index {
         seg.add(doc, &fp, extras)?;
         b.s.features += fp.features.len() as u64;
         if let Some(h) = b.hashes.as_mut() {
-            if !h.push(&fp.features) {
+            if !h.extend(&fp.features) {
                 b.hashes = None;
             }
         }
@@ -915,28 +871,23 @@ impl Index {
             sizes,
             &b.intake.replaced_tombstones(),
         )?;
-        let fp_opts = self.options().fingerprint()?;
-        let cfg = PairsConfig {
-            max_df: self.options().max_df,
-            ..PairsConfig::new(fp_opts.sample, self.options().cluster_threshold()?)
-        };
+        let cfg = self.pairs_config()?;
         let sort = SortOptions::new(opts.mem_bytes, self.tmp_dir());
         crate::segment::set_key_cache_budget(crate::segment::key_cache_share(opts.mem_bytes));
-        // The keys the postings stage wrote, instead of decoding them back from the file.
-        if let (Some(keys), Some(new)) = (built.take_keys(), view.segments.last()) {
-            if new.entry.file == entry_file {
-                new.seg.seed_keys(keys);
-            }
+        // The new segment, and what this process has of it: the keys the postings stage wrote
+        // (instead of decoding them back from the file) and, into an empty index, the read
+        // stage's hashes for the prefix self-join.
+        let new = (view.segments.len().checked_sub(1))
+            .filter(|&si| view.segments[si].entry.file == entry_file);
+        if let (Some(keys), Some(si)) = (built.take_keys(), new) {
+            view.segments[si].seg.seed_keys(keys);
         }
-        // The read stage's hashes of a batch into an empty index, for the prefix self-join.
-        let given = b.hashes.take().and_then(|h| {
-            let si = view.segments.len().checked_sub(1)?;
-            let whole = h.docs == doc_hi - doc_lo;
-            if view.segments[si].entry.file != entry_file || !whole {
-                return None;
+        let given = match (b.hashes.take().and_then(Bounded::into_vec), new) {
+            (Some(flat), Some(si)) => {
+                crate::query::DocLists::from_hashes(&view, si, doc_lo..doc_hi, flat)
             }
-            crate::query::DocLists::from_hashes(&view, si, doc_lo..doc_hi, h.flat)
-        });
+            _ => None,
+        };
         let mut pairs = Vec::new();
         let mstats = for_each_pair(
             opts.matching,
@@ -960,6 +911,18 @@ impl Index {
         s.max_df_postings_skipped = mstats.max_df_postings_skipped;
         s.matching_stats = serde_json::to_value(&mstats).ok();
         Ok((view, pairs))
+    }
+
+    /// How this index's batches are matched: its sampling and commonality limit at its
+    /// cluster threshold.
+    fn pairs_config(&self) -> Result<PairsConfig> {
+        Ok(PairsConfig {
+            max_df: self.options().max_df,
+            ..PairsConfig::new(
+                self.options().sample()?,
+                self.options().cluster_threshold()?,
+            )
+        })
     }
 
     /// The "publish" stage: clusters (a replaced document leaves its old cluster, then the

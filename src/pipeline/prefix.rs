@@ -87,10 +87,13 @@ pub fn applies(
     docs: &std::ops::Range<u32>,
     older_than: u32,
 ) -> bool {
-    older_than == 0
-        && docs.start == 0
-        && docs.end >= view.doc_ids()
-        && cfg.max_df.is_none()
+    older_than == 0 && docs.start == 0 && docs.end >= view.doc_ids() && applies_to(cfg)
+}
+
+/// The part of [`applies`] that depends on the configuration alone: one order of all keys (no
+/// commonality limit, not adaptive sampling) and a threshold above 0.
+pub fn applies_to(cfg: &PairsConfig) -> bool {
+    cfg.max_df.is_none()
         && !matches!(cfg.sample, Sample::Adaptive(_))
         && cfg.threshold.as_f64() > 0.0
 }

@@ -66,6 +66,69 @@ pub fn populate<T>(v: &Vec<T>, from: usize, to: usize) {
     }
 }
 
+/// `u64`s appended while there are at most `max` of them (beyond: none kept, for good), with
+/// the pages of the reserved capacity (up to `max` values) faulted in ahead of the writes,
+/// [`STEP`] bytes at a time: the builder's kept POSTINGS keys and ingest's kept feature hashes.
+pub struct Bounded {
+    v: Vec<u64>,
+    max: usize,
+    ready: usize,
+    over: bool,
+}
+
+impl Bounded {
+    /// Nothing kept yet, at most `max_bytes / 8` values.
+    pub fn new(max_bytes: u64) -> Bounded {
+        Bounded {
+            v: Vec::new(),
+            max: usize::try_from(max_bytes / 8).unwrap_or(usize::MAX),
+            ready: 0,
+            over: false,
+        }
+    }
+
+    /// Most values kept.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Reserves room for `n` values (address space; pages are faulted in as values come),
+    /// before the first append.
+    pub fn reserve_exact(&mut self, n: usize) {
+        if self.v.capacity() == 0 && !self.over {
+            self.v.reserve_exact(n);
+        }
+    }
+
+    /// Appends `x`; false (and nothing kept from then on) when the values would pass `max`.
+    pub fn extend(&mut self, x: &[u64]) -> bool {
+        if self.over {
+            return false;
+        }
+        let end = self.v.len() + x.len();
+        if end > self.max {
+            self.over = true;
+            self.v = Vec::new();
+            return false;
+        }
+        if end > self.ready && end <= self.v.capacity() {
+            let to = (self.ready + STEP / 8)
+                .max(end)
+                .min(self.v.capacity())
+                .min(self.max);
+            populate(&self.v, self.ready.max(self.v.len()), to);
+            self.ready = to;
+        }
+        self.v.extend_from_slice(x);
+        true
+    }
+
+    /// The values, unless they passed `max`.
+    pub fn into_vec(self) -> Option<Vec<u64>> {
+        (!self.over).then_some(self.v)
+    }
+}
+
 /// The whole pages of `[start, end)`: `(first, bytes)`, None below [`MIN_BYTES`].
 fn whole_pages(start: usize, end: usize) -> Option<(usize, usize)> {
     let first = start.checked_add(PAGE - 1)? & !(PAGE - 1);
