@@ -30,7 +30,7 @@ fn bench_external_sort(c: &mut Criterion) {
     let mut group = c.benchmark_group("external_sort");
     group.sample_size(10);
     group.throughput(Throughput::Elements(N));
-    // (label, memory budget, fan-in): 16 B per in-memory KeyDoc.
+    // (label, memory budget, fan-in): 12 B per in-memory KeyDoc.
     let cases = [
         ("in_memory", 64u64 << 20, 128usize),
         ("one_pass_8_runs", 2 << 20, 128),

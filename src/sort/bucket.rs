@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use super::Record;
 use crate::error::Result;
 
-/// Records per bucket aimed at (a bucket of 16-byte records fits the L2 cache).
+/// Records per bucket aimed at (a bucket of 12- or 16-byte records fits the L2 cache).
 const BUCKET_RECORDS: usize = 8192;
 /// Below this many records the whole buffer is sorted at once.
 pub(super) const MIN_RECORDS: usize = 1 << 15;

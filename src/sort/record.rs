@@ -38,7 +38,13 @@ pub trait Record: Copy + Ord + Send + Sync + 'static {
 /// A (shingle hash, doc id) posting. Order: key, then doc.
 ///
 /// Encoding (12 bytes): `key: u64 LE`, `doc: u32 LE`.
+///
+/// In memory 12 bytes too (`packed(4)`: no padding after `doc`), not 16: an ingest holds one
+/// per posting twice (the sort buffer and its bucket partition), and every fresh page costs a
+/// kernel zeroing (BENCHMARKS.md, "Packed postings records"). Fields are read by value (a
+/// reference to the unaligned `key` is refused by the compiler).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(C, packed(4))]
 pub struct KeyDoc {
     pub key: u64,
     pub doc: u32,

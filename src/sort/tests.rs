@@ -29,9 +29,10 @@ fn random_keydocs(n: usize, distinct_keys: u64, seed: u64) -> Vec<KeyDoc> {
         .collect()
 }
 
+/// Options whose budget holds `mem_records` [`KeyDoc`]s.
 fn opts(dir: &Path, mem_records: u64, fan_in: usize, dedup: bool) -> SortOptions {
     SortOptions {
-        mem_bytes: mem_records * 16,
+        mem_bytes: mem_records * std::mem::size_of::<KeyDoc>() as u64,
         tmp_dir: dir.to_path_buf(),
         fan_in,
         dedup,
@@ -59,6 +60,16 @@ fn dir_is_empty(dir: &Path) -> bool {
     std::fs::read_dir(dir)
         .map(|mut d| d.next().is_none())
         .unwrap_or(true)
+}
+
+/// A `KeyDoc` takes its encoded 12 bytes in memory (the sort buffer and the bucket partition
+/// hold one per posting), and a budget of `n` such bytes holds `n / 12` records.
+#[test]
+fn keydoc_is_12_bytes_in_memory() {
+    assert_eq!(std::mem::size_of::<KeyDoc>(), KeyDoc::SIZE);
+    assert_eq!(std::mem::size_of::<[KeyDoc; 3]>(), 36);
+    let (a, b) = (KeyDoc { key: 7, doc: 9 }, KeyDoc { key: 7, doc: 10 });
+    assert!(a < b && KeyDoc { key: 8, doc: 0 } > b);
 }
 
 #[test]
@@ -241,7 +252,7 @@ fn agrees_with_gnu_sort_command() {
     use std::process::{Command, Stdio};
     let render = |v: &[KeyDoc]| {
         v.iter()
-            .map(|r| format!("{:020} {:010}\n", r.key, r.doc))
+            .map(|r| format!("{:020} {:010}\n", { r.key }, { r.doc }))
             .collect::<String>()
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -385,7 +396,7 @@ fn spill_errors_are_reported_and_leave_nothing() {
 fn bad_options_are_rejected() {
     let tmp = tempfile::tempdir().unwrap();
     assert!(ExternalSorter::<KeyDoc>::new(SortOptions {
-        mem_bytes: 15,
+        mem_bytes: KeyDoc::SIZE as u64 - 1,
         ..SortOptions::new(0, tmp.path())
     })
     .is_err());
