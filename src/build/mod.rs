@@ -28,7 +28,8 @@ use crate::fingerprint::simhash::encode_sim384;
 use crate::segment::{self, SegmentMeta, SegmentWriter, FREQUENT, FREQUENT_DF};
 use crate::sort::prefault::Bounded;
 use crate::sort::{
-    Buffered, DocHash, DocPair, ExternalSorter, KeyDoc, SortOptions, SortedSlices, Spool, SpoolFile,
+    Buffered, DocHash, DocKeys, DocPair, ExternalSorter, KeyDoc, SortOptions, SortedSlices, Spool,
+    SpoolFile,
 };
 use crate::store::SegmentEntry;
 
@@ -631,6 +632,17 @@ impl SegmentBuilder {
     /// sorter still sorts ([`ExternalSorter::finish_sliced`]).
     pub fn postings_from_sorter(&mut self, sorter: ExternalSorter<KeyDoc>) -> Result<()> {
         sorter.finish_sliced(|sorted| self.postings_from_slices(sorted))
+    }
+
+    /// [`SegmentBuilder::postings_from_sorter`] of the records `lists` gives (the batch's
+    /// feature lists in doc order) and those pushed into `sorter`
+    /// ([`ExternalSorter::finish_sliced_lists`]).
+    pub fn postings_from_lists(
+        &mut self,
+        sorter: ExternalSorter<KeyDoc>,
+        lists: &DocKeys<'_>,
+    ) -> Result<()> {
+        sorter.finish_sliced_lists(lists, |sorted| self.postings_from_slices(sorted))
     }
 
     /// POSTINGS and FREQUENT from the `(feature, doc)` records sorted by feature, then doc.

@@ -38,7 +38,7 @@ use crate::pipeline::plan::Pair;
 use crate::pipeline::spool::ReportSpool;
 use crate::segment::PendingSync;
 use crate::sort::prefault::Bounded;
-use crate::sort::{DocPair, ExternalSorter, KeyDoc, SortOptions, Spool};
+use crate::sort::{DocKeys, DocPair, ExternalSorter, KeyDoc, SortOptions, Spool};
 use crate::store::{DocRecord, Manifest};
 use crate::view::View;
 
@@ -484,16 +484,54 @@ struct NewSegment {
     builder: SegmentBuilder,
     sorter: ExternalSorter<KeyDoc>,
     methods: MethodWriter,
+    /// The documents' feature lists, kept instead of pushed into `sorter` while they fit.
+    kept: Option<KeptLists>,
+}
+
+/// A batch's feature hashes as the read stage made them, one document's list after the other
+/// from `first_doc` on, for a batch into an empty index: the postings are sorted from them
+/// (`SegmentBuilder::postings_from_lists`: no sort buffer of the same records in doc order)
+/// and the prefix self-join takes them instead of reading the lists back. At most a sixteenth
+/// of --mem, the ends included; past it they go to the sorter and none are kept.
+struct KeptLists {
+    hashes: Bounded,
+    /// Where each document's list ends in `hashes`.
+    ends: Vec<u64>,
+    first_doc: u32,
 }
 
 impl NewSegment {
     /// Adds new document `doc` (ids ascend).
     fn add(&mut self, doc: u32, fp: &Fingerprint, extras: DocExtras) -> Result<()> {
         self.builder.forward(doc, &fp.features)?;
-        for &f in &fp.features {
-            self.sorter.push(KeyDoc { key: f, doc })?;
+        if !self.keep(doc, &fp.features)? {
+            for &f in &fp.features {
+                self.sorter.push(KeyDoc { key: f, doc })?;
+            }
         }
         self.methods.add(doc, fp, extras)
+    }
+
+    /// Keeps `doc`'s features in the kept lists; false when none are kept (any more: lists
+    /// that would pass their budget, or a doc id out of turn, send what was kept to the
+    /// sorter first).
+    fn keep(&mut self, doc: u32, features: &[u64]) -> Result<bool> {
+        let Some(mut k) = self.kept.take() else {
+            return Ok(false);
+        };
+        let in_turn = doc as u64 == k.first_doc as u64 + k.ends.len() as u64;
+        let room = k.hashes.max() - k.hashes.values().len();
+        if in_turn && features.len() + k.ends.len() < room && k.hashes.extend(features) {
+            k.ends.push(k.hashes.values().len() as u64);
+            self.kept = Some(k);
+            return Ok(true);
+        }
+        self.sorter.push_lists(&DocKeys {
+            keys: k.hashes.values(),
+            ends: &k.ends,
+            first_doc: k.first_doc,
+        })?;
+        Ok(false)
     }
 
     /// The "write segment" stage: POSTINGS and FREQUENT from the sorted records, straight
@@ -501,16 +539,38 @@ impl NewSegment {
     /// when dropped) until the catalog names it; the methods' catalog part is staged later.
     /// Its fsyncs run while the batch is matched: wait for the [`PendingSync`] before the
     /// publish.
-    fn write(
-        mut self,
-        catalog: &crate::store::Catalog,
-    ) -> Result<(BuiltSegment, MethodWriter, PendingSync)> {
-        self.builder.postings_from_sorter(self.sorter)?;
-        self.methods.write_tables(&mut self.builder, catalog)?;
-        let (built, synced) = self.builder.finish_deferred_sync()?;
-        Ok((built, self.methods, synced))
+    /// Returns the kept feature hashes too, if any.
+    fn write(self, catalog: &crate::store::Catalog) -> Result<Written> {
+        let NewSegment {
+            mut builder,
+            sorter,
+            mut methods,
+            kept,
+        } = self;
+        let hashes = match kept {
+            Some(k) => {
+                let lists = DocKeys {
+                    keys: k.hashes.values(),
+                    ends: &k.ends,
+                    first_doc: k.first_doc,
+                };
+                builder.postings_from_lists(sorter, &lists)?;
+                k.hashes.into_vec()
+            }
+            None => {
+                builder.postings_from_sorter(sorter)?;
+                None
+            }
+        };
+        methods.write_tables(&mut builder, catalog)?;
+        let (built, synced) = builder.finish_deferred_sync()?;
+        Ok((built, methods, synced, hashes))
     }
 }
+
+/// What [`NewSegment::write`] returns: the segment built, the method tables' catalog part,
+/// the segment's pending fsync and the batch's kept feature hashes.
+type Written = (BuiltSegment, MethodWriter, PendingSync, Option<Vec<u64>>);
 
 /// A batch being ingested: what one stage hands the next.
 struct Batch {
@@ -529,9 +589,9 @@ struct Batch {
     sizes: Option<Spool<DocPair>>,
     /// The new documents' feature hashes as the read stage made them, in id order, one list
     /// after the other, for the matching of a batch into an empty index (the prefix
-    /// self-join takes them instead of reading the lists back); None when that matching
-    /// cannot apply or they outgrew their budget.
-    hashes: Option<Bounded>,
+    /// self-join takes them instead of reading the lists back; [`KeptLists`]); None when that
+    /// matching cannot apply or they outgrew their budget.
+    hashes: Option<Vec<u64>>,
 }
 
 /// Capacity reserved for a batch's kept feature hashes, whatever their budget: more than
@@ -620,7 +680,8 @@ impl Index {
         let mut lap = Instant::now();
         b.s.stage_seconds.read = started.elapsed().as_secs_f64();
         b.s.stage_cpu_seconds.read = cpu.lap();
-        let (mut built, methods, synced) = seg.write(&self.catalog)?;
+        let (mut built, methods, synced, hashes) = seg.write(&self.catalog)?;
+        b.hashes = hashes;
         b.s.segment_bytes = built.meta.bytes;
 
         progress(Progress::Stage("matching"));
@@ -679,12 +740,28 @@ impl Index {
         // which maps the new documents' ranks through them (`Segment::seed_keys`).
         builder.keep_keys(opts.mem_bytes / 8);
         let sorter = ExternalSorter::<KeyDoc>::new(sort.clone())?;
+        // Only a batch into an empty index is matched by the prefix self-join, which takes
+        // the kept lists; they stay while the sort's buffer (--mem) would fill: a sixteenth
+        // of --mem.
+        let keep = doc_lo == 0
+            && self.view.doc_ids() == 0
+            && matches!(opts.matching, Matching::Auto | Matching::Prefix)
+            && crate::pipeline::prefix::applies_to(&self.pairs_config()?);
         let seg = NewSegment {
             builder,
             sorter,
             methods: MethodWriter::new(&self.options().methods).spooled(SortOptions {
                 mem_bytes: opts.mem_bytes,
                 ..sort.clone()
+            }),
+            kept: keep.then(|| {
+                let mut hashes = Bounded::new(opts.mem_bytes / 16);
+                hashes.reserve_exact(BATCH_HASHES_RESERVE);
+                KeptLists {
+                    hashes,
+                    ends: Vec::new(),
+                    first_doc: doc_lo,
+                }
             }),
         };
         let b = Batch {
@@ -702,17 +779,7 @@ impl Index {
             reports: ReportSpool::new(&self.tmp_dir())?,
             intake: StagedIntake::new(self.view.tombstones.clone()),
             sizes: Some(Spool::new(self.tmp_dir())),
-            // Only a batch into an empty index is matched by the prefix self-join. Its hashes
-            // stay while the sort's buffer (--mem) fills: a sixteenth of --mem.
-            hashes: (doc_lo == 0
-                && self.view.doc_ids() == 0
-                && matches!(opts.matching, Matching::Auto | Matching::Prefix)
-                && crate::pipeline::prefix::applies_to(&self.pairs_config()?))
-            .then(|| {
-                let mut h = Bounded::new(opts.mem_bytes / 16);
-                h.reserve_exact(BATCH_HASHES_RESERVE);
-                h
-            }),
+            hashes: None,
         };
         Ok((b, seg))
     }
@@ -820,11 +887,6 @@ impl Index {
             .ok_or_else(|| Error::InvalidArgument("doc ids exhausted".into()))?;
         seg.add(doc, &fp, extras)?;
         b.s.features += fp.features.len() as u64;
-        if let Some(h) = b.hashes.as_mut() {
-            if !h.extend(&fp.features) {
-                b.hashes = None;
-            }
-        }
         if let Some(old) = replaces {
             b.intake.replace(&mut wb, doc, old);
         }
@@ -882,7 +944,7 @@ impl Index {
         if let (Some(keys), Some(si)) = (built.take_keys(), new) {
             view.segments[si].seg.seed_keys(keys);
         }
-        let given = match (b.hashes.take().and_then(Bounded::into_vec), new) {
+        let given = match (b.hashes.take(), new) {
             (Some(flat), Some(si)) => {
                 crate::query::DocLists::from_hashes(&view, si, doc_lo..doc_hi, flat)
             }

@@ -13,7 +13,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 
 use rayon::prelude::*;
 
-use super::Record;
+use super::{KeyDoc, Record};
 use crate::error::Result;
 
 /// Records per bucket aimed at (a bucket of 12- or 16-byte records fits the L2 cache).
@@ -51,6 +51,77 @@ impl Keyed for (u64, u32) {
     }
 }
 
+/// Records [`partition`] reads a part at a time, in order: a slice of them, or [`DocKeys`].
+pub(super) trait Parts<R>: Sync {
+    fn count(&self) -> usize;
+    /// Calls `f` on records `from..to` in order.
+    fn each(&self, from: usize, to: usize, f: impl FnMut(R));
+}
+
+impl<R: Copy + Sync> Parts<R> for [R] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    #[inline]
+    fn each(&self, from: usize, to: usize, mut f: impl FnMut(R)) {
+        for &r in &self[from..to] {
+            f(r);
+        }
+    }
+}
+
+/// The `(feature, doc)` records of documents `first_doc`, `first_doc + 1`, ... as their
+/// feature lists one after the other: document `first_doc + i` has `keys[ends[i - 1]..ends[i]]`
+/// (from 0 for the first). The records in doc order, as pushing each list's
+/// [`KeyDoc`]s would give, without a copy of their own.
+#[derive(Clone, Copy, Debug)]
+pub struct DocKeys<'a> {
+    pub keys: &'a [u64],
+    /// Ascending, the last one `keys.len()`.
+    pub ends: &'a [u64],
+    pub first_doc: u32,
+}
+
+impl DocKeys<'_> {
+    /// Whether the ends are ascending and end at the keys' end, and the doc ids fit a u32.
+    pub fn is_valid(&self) -> bool {
+        self.ends.windows(2).all(|w| w[0] <= w[1])
+            && self.ends.last().copied().unwrap_or(0) == self.keys.len() as u64
+            && u32::try_from(self.ends.len())
+                .ok()
+                .and_then(|n| self.first_doc.checked_add(n))
+                .is_some()
+    }
+}
+
+impl Parts<KeyDoc> for DocKeys<'_> {
+    fn count(&self) -> usize {
+        self.keys.len()
+    }
+
+    #[inline]
+    fn each(&self, from: usize, to: usize, mut f: impl FnMut(KeyDoc)) {
+        // The document holding record `from`: the first whose list ends after it.
+        let mut d = self.ends.partition_point(|&e| e as usize <= from);
+        let mut at = from;
+        while at < to {
+            let end = (self.ends[d] as usize).min(to);
+            let doc = self.first_doc + d as u32;
+            for &key in &self.keys[at..end] {
+                f(KeyDoc { key, doc });
+            }
+            at = end;
+            d += 1;
+        }
+    }
+}
+
+/// Part `p` of `n` records: `p * PART_RECORDS..` up to the next part or `n`.
+fn part_range(p: usize, n: usize) -> (usize, usize) {
+    (p * PART_RECORDS, ((p + 1) * PART_RECORDS).min(n))
+}
+
 /// Sorts `v` into `Ord` order on every core: partitioned by [`Keyed::key`] into buckets of
 /// about [`BUCKET_RECORDS`] (into a second vector, which replaces `v`: the caller's memory
 /// bound counts both), then the buckets sorted in parallel by [`sort_piece`]. The same vector
@@ -62,7 +133,7 @@ pub fn par_sort_keyed<R: Keyed>(v: &mut Vec<R>) {
         return;
     }
     let buckets = (v.len() / BUCKET_RECORDS).next_power_of_two().max(2);
-    let (mut parted, bounds) = partition(v, buckets);
+    let (mut parted, bounds) = partition(&v[..], buckets);
     *v = Vec::new(); // the input's pages go before the pieces are sorted
     let pieces = split_pieces(&mut parted, &bounds);
     pieces
@@ -73,16 +144,18 @@ pub fn par_sort_keyed<R: Keyed>(v: &mut Vec<R>) {
 
 /// `(shift, min)`: record `r` goes to bucket `(r.radix() - min) >> shift`, which is below
 /// `buckets` for every record of `buf`.
-fn bucket_fn<R: Keyed>(buf: &[R], buckets: usize) -> (u32, u64) {
-    let (lo, hi) = buf
-        .par_chunks(PART_RECORDS)
-        .map(|part| {
+fn bucket_fn<R: Keyed, P: Parts<R> + ?Sized>(src: &P, buckets: usize) -> (u32, u64) {
+    let n = src.count();
+    let (lo, hi) = (0..n.div_ceil(PART_RECORDS))
+        .into_par_iter()
+        .map(|p| {
+            let (from, to) = part_range(p, n);
             let (mut lo, mut hi) = (u64::MAX, 0u64);
-            for r in part {
+            src.each(from, to, |r| {
                 let k = r.key();
                 lo = lo.min(k);
                 hi = hi.max(k);
-            }
+            });
             (lo, hi)
         })
         .reduce(|| (u64::MAX, 0), |a, b| (a.0.min(b.0), a.1.max(b.1)));
@@ -110,16 +183,16 @@ unsafe impl<R: Send> Sync for Out<R> {}
 /// passes run on every core, each over parts of `buf` in order: a part's records go to its
 /// own stretch of each bucket, after the earlier parts' (the same vector as one pass over
 /// `buf` would write).
-fn partition<R: Keyed>(buf: &[R], buckets: usize) -> (Vec<R>, Vec<usize>) {
-    let (shift, lo) = bucket_fn(buf, buckets);
+fn partition<R: Keyed, P: Parts<R> + ?Sized>(src: &P, buckets: usize) -> (Vec<R>, Vec<usize>) {
+    let n = src.count();
+    let (shift, lo) = bucket_fn(src, buckets);
     let bucket = |r: &R| ((r.key() - lo) >> shift) as usize;
-    let counts: Vec<Vec<usize>> = buf
-        .par_chunks(PART_RECORDS)
-        .map(|part| {
+    let counts: Vec<Vec<usize>> = (0..n.div_ceil(PART_RECORDS))
+        .into_par_iter()
+        .map(|p| {
+            let (from, to) = part_range(p, n);
             let mut c = vec![0usize; buckets];
-            for r in part {
-                c[bucket(r)] += 1;
-            }
+            src.each(from, to, |r| c[bucket(&r)] += 1);
             c
         })
         .collect();
@@ -135,26 +208,28 @@ fn partition<R: Keyed>(buf: &[R], buckets: usize) -> (Vec<R>, Vec<usize>) {
         }
     }
     bounds.push(at);
-    debug_assert_eq!(at, buf.len());
-    let mut out: Vec<R> = super::prefault::with_capacity_par(buf.len());
+    debug_assert_eq!(at, n);
+    let mut out: Vec<R> = super::prefault::with_capacity_par(n);
     let dst = Out(out.as_mut_ptr());
-    buf.par_chunks(PART_RECORDS)
-        .zip(starts.into_par_iter())
-        .for_each(|(part, mut next)| {
+    starts
+        .into_par_iter()
+        .enumerate()
+        .for_each(|(p, mut next)| {
             // The whole `Out` (Send) is captured, not its raw pointer field (not Send).
             #[allow(clippy::redundant_locals)]
             let dst = dst;
-            for r in part {
-                let t = bucket(r);
+            let (from, to) = part_range(p, n);
+            src.each(from, to, |r| {
+                let t = bucket(&r);
                 // SAFETY: next[t] stays within part p's stretch of bucket t (its count of
-                // records of that bucket), which no other part writes, and below buf.len().
-                unsafe { dst.0.add(next[t]).write(*r) };
+                // records of that bucket), which no other part writes, and below n.
+                unsafe { dst.0.add(next[t]).write(r) };
                 next[t] += 1;
-            }
+            });
         });
-    // SAFETY: the stretches cover 0..buf.len() exactly (the counts sum to it), every position
+    // SAFETY: the stretches cover 0..n exactly (the counts sum to it), every position
     // written once above.
-    unsafe { out.set_len(buf.len()) };
+    unsafe { out.set_len(n) };
     (out, bounds)
 }
 
@@ -267,15 +342,39 @@ pub(super) fn sort_sliced<R: Record, T>(
     sorted_pieces(buf, |rx| consume(&mut Pieces { rx }))
 }
 
+/// [`sort_sliced`] of the records `lists` gives (no copy of them in doc order: the partition
+/// reads the lists). The same slices as `sort_sliced` of those records pushed in doc order.
+pub(super) fn sort_sliced_lists<T>(
+    lists: &DocKeys<'_>,
+    consume: impl FnOnce(&mut dyn super::SortedSlices<KeyDoc>) -> Result<T>,
+) -> Result<T> {
+    let (parted, bounds) = partition(lists, buckets_for(lists.keys.len()));
+    pieces_sorted(parted, bounds, |rx| consume(&mut Pieces { rx }))
+}
+
+/// Buckets of [`partition`] for `n` records.
+fn buckets_for(n: usize) -> usize {
+    (n / BUCKET_RECORDS).next_power_of_two().max(2)
+}
+
 /// Partitions `buf` into buckets and sorts them in order on a thread of their own, while
 /// `consume` receives the sorted ones.
 fn sorted_pieces<R: Record, T>(
     buf: Vec<R>,
     consume: impl FnOnce(Receiver<&mut [R]>) -> Result<T>,
 ) -> Result<T> {
-    let buckets = (buf.len() / BUCKET_RECORDS).next_power_of_two().max(2);
-    let (mut parted, bounds) = partition(&buf, buckets);
+    let (parted, bounds) = partition(&buf[..], buckets_for(buf.len()));
     drop(buf);
+    pieces_sorted(parted, bounds, consume)
+}
+
+/// The buckets of `parted` (`bounds` as [`partition`] returns them) sorted in order on a
+/// thread of their own, while `consume` receives the sorted ones.
+fn pieces_sorted<R: Record, T>(
+    mut parted: Vec<R>,
+    bounds: Vec<usize>,
+    consume: impl FnOnce(Receiver<&mut [R]>) -> Result<T>,
+) -> Result<T> {
     let pieces = split_pieces(&mut parted, &bounds);
     std::thread::scope(|s| {
         let (tx, rx) = sync_channel::<&mut [R]>(AHEAD);
@@ -398,6 +497,111 @@ mod tests {
         check(pairs);
     }
 
+    /// Documents' feature lists (`DocKeys`): `docs` lists of up to `max_len` ascending keys
+    /// drawn from `pool` values (so keys repeat across documents), a seventh of them empty.
+    fn doc_lists(seed: &mut u64, docs: usize, max_len: u64, pool: u64) -> (Vec<u64>, Vec<u64>) {
+        let (mut keys, mut ends) = (Vec::new(), Vec::new());
+        for _ in 0..docs {
+            let len = if lcg(seed) % 7 == 0 {
+                0
+            } else {
+                lcg(seed) % (max_len + 1)
+            };
+            let mut l: Vec<u64> = (0..len).map(|_| (lcg(seed) >> 20) % pool).collect();
+            l.sort_unstable();
+            l.dedup();
+            keys.extend(l);
+            ends.push(keys.len() as u64);
+        }
+        (keys, ends)
+    }
+
+    /// The records of documents' lists sort as the same records pushed in doc order: one
+    /// partition part and several (`PART_RECORDS`), empty lists first, inside and last.
+    #[test]
+    fn lists_sort_as_their_records() {
+        let mut seed = 11;
+        for (docs, max_len, pool, first_doc, parts) in [
+            (300usize, 400u64, u64::MAX >> 20, 0u32, 1usize),
+            (2_000, 500, 50_000, 1_000_000, 2),
+            (40, 3_000, 1 << 40, 7, 1),
+        ] {
+            let (keys, mut ends) = doc_lists(&mut seed, docs, max_len, pool);
+            ends.insert(0, 0); // an empty first list
+            ends.push(keys.len() as u64); // an empty last one
+            let lists = DocKeys {
+                keys: &keys,
+                ends: &ends,
+                first_doc,
+            };
+            assert!(lists.is_valid());
+            let mut recs = Vec::new();
+            let mut start = 0;
+            for (d, &end) in ends.iter().enumerate() {
+                for &key in &keys[start..end as usize] {
+                    recs.push(KeyDoc {
+                        key,
+                        doc: first_doc + d as u32,
+                    });
+                }
+                start = end as usize;
+            }
+            assert!(recs.len() >= MIN_RECORDS, "{}", recs.len());
+            assert!(recs.len().div_ceil(PART_RECORDS) >= parts, "{}", recs.len());
+            let collect = |s: &mut dyn crate::sort::SortedSlices<KeyDoc>| {
+                let mut all = Vec::new();
+                while let Some(p) = s.next_slice()? {
+                    assert!(!p.is_empty());
+                    all.extend_from_slice(p);
+                }
+                Ok(all)
+            };
+            let got = sort_sliced_lists(&lists, collect).unwrap();
+            // The same partition as the records' own (bucket bounds and order within).
+            let buckets = buckets_for(recs.len());
+            assert_eq!(partition(&lists, buckets), partition(&recs[..], buckets));
+            let mut want = recs.clone();
+            want.sort_unstable();
+            assert_eq!(got, want, "{docs} docs");
+            assert_eq!(sort_sliced(recs, collect).unwrap(), want);
+        }
+    }
+
+    /// Lists whose ends do not fit their keys are not valid.
+    #[test]
+    fn lists_ends_must_fit_the_keys() {
+        let keys = [1u64, 5, 9, 2];
+        let ok = DocKeys {
+            keys: &keys,
+            ends: &[3, 3, 4],
+            first_doc: 0,
+        };
+        assert!(ok.is_valid());
+        for ends in [&[3u64, 2, 4][..], &[3, 5], &[3], &[]] {
+            assert!(
+                !DocKeys {
+                    keys: &keys,
+                    ends,
+                    first_doc: 0
+                }
+                .is_valid(),
+                "{ends:?}"
+            );
+        }
+        assert!(!DocKeys {
+            keys: &keys,
+            ends: &[4, 4],
+            first_doc: u32::MAX - 1
+        }
+        .is_valid());
+        assert!(DocKeys {
+            keys: &[],
+            ends: &[],
+            first_doc: 0
+        }
+        .is_valid());
+    }
+
     /// `par_sort_keyed` gives `sort_unstable`'s vector for the prefix join's records (hash
     /// keys, docs ascending within a key, several docs a key) and candidate pairs (`a << 32 |
     /// b`, few distinct `a`, many repeats), for skewed and one-value inputs, at sizes around
@@ -453,8 +657,8 @@ mod tests {
             })
             .collect();
         for buckets in [2usize, 64, 512] {
-            let (got, bounds) = partition(&recs, buckets);
-            let (shift, lo) = bucket_fn(&recs, buckets);
+            let (got, bounds) = partition(&recs[..], buckets);
+            let (shift, lo) = bucket_fn(&recs[..], buckets);
             let mut want: Vec<Vec<KeyDoc>> = vec![Vec::new(); buckets];
             for r in &recs {
                 want[((r.key - lo) >> shift) as usize].push(*r);

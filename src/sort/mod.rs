@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use rayon::slice::ParallelSliceMut;
 
 use crate::error::{Error, IoResultExt, Result};
-pub use bucket::{par_sort_keyed, Keyed};
+pub use bucket::{par_sort_keyed, DocKeys, Keyed};
 pub use merge::SortedStream;
 pub use record::{DocHash, DocPair, KeyDoc, ProbeRecord, Record};
 pub use run::remove_stale_runs;
@@ -311,6 +311,52 @@ impl<R: Record> ExternalSorter<R> {
         )?;
         let tail = std::mem::take(&mut self.buf);
         SortedStream::merge(runs, tail, self.opts.dedup, self.stats)
+    }
+}
+
+impl ExternalSorter<KeyDoc> {
+    /// [`ExternalSorter::finish_sliced`] of the records `lists` gives followed by those pushed
+    /// (none, where it pays): when nothing was pushed and the bucket path would take the
+    /// lists' records, they are partitioned from the lists themselves (no buffer of them in
+    /// doc order: the caller keeps the lists anyway); else they are pushed first. The same
+    /// records in the same order either way.
+    pub fn finish_sliced_lists<T>(
+        mut self,
+        lists: &DocKeys<'_>,
+        consume: impl FnOnce(&mut dyn SortedSlices<KeyDoc>) -> Result<T>,
+    ) -> Result<T> {
+        if !lists.is_valid() {
+            return Err(Error::InvalidArgument(format!(
+                "sort input: {} lists do not end at their {} keys in ascending order",
+                lists.ends.len(),
+                lists.keys.len()
+            )));
+        }
+        let n = lists.keys.len();
+        if self.buf.is_empty()
+            && self.runs.is_empty()
+            && !self.opts.dedup
+            && n >= bucket::MIN_RECORDS
+            && n <= self.capacity / 2
+        {
+            return bucket::sort_sliced_lists(lists, consume);
+        }
+        self.push_lists(lists)?;
+        self.finish_sliced(consume)
+    }
+
+    /// Pushes the records `lists` gives, in doc order (the lists must be valid:
+    /// [`DocKeys::is_valid`]).
+    pub fn push_lists(&mut self, lists: &DocKeys<'_>) -> Result<()> {
+        let mut start = 0;
+        for (d, &end) in lists.ends.iter().enumerate() {
+            let doc = lists.first_doc + d as u32;
+            for &key in &lists.keys[start..end as usize] {
+                self.push(KeyDoc { key, doc })?;
+            }
+            start = end as usize;
+        }
+        Ok(())
     }
 }
 

@@ -92,6 +92,11 @@ impl Bounded {
         self.max
     }
 
+    /// The values kept so far (none once they passed `max`).
+    pub fn values(&self) -> &[u64] {
+        &self.v
+    }
+
     /// Reserves room for `n` values (address space; pages are faulted in as values come),
     /// before the first append.
     pub fn reserve_exact(&mut self, n: usize) {

@@ -392,6 +392,88 @@ fn spill_errors_are_reported_and_leave_nothing() {
     );
 }
 
+/// `finish_sliced_lists` gives the records of the lists, then those pushed, in order: from
+/// the lists themselves (enough records, nothing pushed), pushed first (too few records for
+/// the bucket path, a budget they spill under, records pushed before); invalid lists are an
+/// error.
+#[test]
+fn finish_sliced_lists_equals_pushing_the_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut rng = Rng(5);
+    let (mut keys, mut ends) = (Vec::new(), Vec::new());
+    for _ in 0..400 {
+        let mut l: Vec<u64> = (0..rng.next() % 300)
+            .map(|_| rng.next() % 100_000)
+            .collect();
+        l.sort_unstable();
+        l.dedup();
+        keys.extend(l);
+        ends.push(keys.len() as u64);
+    }
+    let lists = DocKeys {
+        keys: &keys,
+        ends: &ends,
+        first_doc: 10,
+    };
+    let records = |lists: &DocKeys| {
+        let mut v = Vec::new();
+        let mut start = 0;
+        for (d, &end) in lists.ends.iter().enumerate() {
+            v.extend(lists.keys[start..end as usize].iter().map(|&key| KeyDoc {
+                key,
+                doc: lists.first_doc + d as u32,
+            }));
+            start = end as usize;
+        }
+        v
+    };
+    let all = |s: &mut dyn SortedSlices<KeyDoc>| {
+        let mut v = Vec::new();
+        while let Some(p) = s.next_slice()? {
+            v.extend_from_slice(p);
+        }
+        Ok(v)
+    };
+    let few = DocKeys {
+        keys: &keys[..ends[9] as usize],
+        ends: &ends[..10],
+        first_doc: 10,
+    };
+    assert!(lists.keys.len() >= 1 << 15 && few.keys.len() < 1 << 15);
+    let extra = [
+        KeyDoc { key: 3, doc: 900 },
+        KeyDoc {
+            key: u64::MAX,
+            doc: 901,
+        },
+    ];
+    for (lists, mem_records, pushed) in [
+        (&lists, 1u64 << 20, &[][..]),
+        (&few, 1 << 20, &[]),
+        (&lists, 5_000, &[]),
+        (&lists, 1 << 20, &extra[..]),
+    ] {
+        let mut s = ExternalSorter::<KeyDoc>::new(opts(tmp.path(), mem_records, 4, false)).unwrap();
+        s.extend(pushed.iter().copied()).unwrap();
+        let got = s.finish_sliced_lists(lists, all).unwrap();
+        let mut want = records(lists);
+        want.extend_from_slice(pushed);
+        want.sort_unstable();
+        assert_eq!(got, want, "{mem_records} {}", pushed.len());
+    }
+    assert!(dir_is_empty(tmp.path()));
+    let bad = DocKeys {
+        keys: &keys,
+        ends: &ends[..5],
+        first_doc: 0,
+    };
+    let s = ExternalSorter::<KeyDoc>::new(opts(tmp.path(), 1 << 20, 4, false)).unwrap();
+    assert!(matches!(
+        s.finish_sliced_lists(&bad, all),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
 #[test]
 fn bad_options_are_rejected() {
     let tmp = tempfile::tempdir().unwrap();
