@@ -502,7 +502,7 @@ mod tests {
     fn doc_lists(seed: &mut u64, docs: usize, max_len: u64, pool: u64) -> (Vec<u64>, Vec<u64>) {
         let (mut keys, mut ends) = (Vec::new(), Vec::new());
         for _ in 0..docs {
-            let len = if lcg(seed) % 7 == 0 {
+            let len = if lcg(seed).is_multiple_of(7) {
                 0
             } else {
                 lcg(seed) % (max_len + 1)
