@@ -587,11 +587,6 @@ struct Batch {
     /// `(doc, feature count)` of each new document, in id order, spooled to a run file until
     /// the match stage reads them into the view (their records are staged in the catalog).
     sizes: Option<Spool<DocPair>>,
-    /// The new documents' feature hashes as the read stage made them, in id order, one list
-    /// after the other, for the matching of a batch into an empty index (the prefix
-    /// self-join takes them instead of reading the lists back; [`KeptLists`]); None when that
-    /// matching cannot apply or they outgrew their budget.
-    hashes: Option<Vec<u64>>,
 }
 
 /// Capacity reserved for a batch's kept feature hashes, whatever their budget: more than
@@ -681,14 +676,13 @@ impl Index {
         b.s.stage_seconds.read = started.elapsed().as_secs_f64();
         b.s.stage_cpu_seconds.read = cpu.lap();
         let (mut built, methods, synced, hashes) = seg.write(&self.catalog)?;
-        b.hashes = hashes;
         b.s.segment_bytes = built.meta.bytes;
 
         progress(Progress::Stage("matching"));
         b.s.stage_seconds.postings = lap.elapsed().as_secs_f64();
         b.s.stage_cpu_seconds.postings = cpu.lap();
         lap = Instant::now();
-        let (view, pairs) = self.match_batch(&mut b, &mut built, opts)?;
+        let (view, pairs) = self.match_batch(&mut b, &mut built, hashes, opts)?;
 
         progress(Progress::Stage("publishing"));
         b.s.stage_seconds.matching = lap.elapsed().as_secs_f64();
@@ -779,7 +773,6 @@ impl Index {
             reports: ReportSpool::new(&self.tmp_dir())?,
             intake: StagedIntake::new(self.view.tombstones.clone()),
             sizes: Some(Spool::new(self.tmp_dir())),
-            hashes: None,
         };
         Ok((b, seg))
     }
@@ -916,11 +909,14 @@ impl Index {
 
     /// The "match" stage: the new documents against everything, the new segment included
     /// (the view it returns has it, and the replaced documents tombstoned). Returns that view
-    /// and the pairs at the cluster threshold, sorted.
+    /// and the pairs at the cluster threshold, sorted. `hashes`: the batch's kept feature
+    /// hashes ([`KeptLists`]), which the prefix self-join takes instead of reading the new
+    /// documents' lists back.
     fn match_batch(
         &self,
         b: &mut Batch,
         built: &mut BuiltSegment,
+        hashes: Option<Vec<u64>>,
         opts: &IngestOptions,
     ) -> Result<(View, Vec<Pair>)> {
         let (doc_lo, doc_hi) = (b.doc_lo, b.next_doc);
@@ -944,7 +940,7 @@ impl Index {
         if let (Some(keys), Some(si)) = (built.take_keys(), new) {
             view.segments[si].seg.seed_keys(keys);
         }
-        let given = match (b.hashes.take(), new) {
+        let given = match (hashes, new) {
             (Some(flat), Some(si)) => {
                 crate::query::DocLists::from_hashes(&view, si, doc_lo..doc_hi, flat)
             }

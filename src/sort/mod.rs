@@ -348,15 +348,14 @@ impl ExternalSorter<KeyDoc> {
     /// Pushes the records `lists` gives, in doc order (the lists must be valid:
     /// [`DocKeys::is_valid`]).
     pub fn push_lists(&mut self, lists: &DocKeys<'_>) -> Result<()> {
-        let mut start = 0;
-        for (d, &end) in lists.ends.iter().enumerate() {
-            let doc = lists.first_doc + d as u32;
-            for &key in &lists.keys[start..end as usize] {
-                self.push(KeyDoc { key, doc })?;
+        use bucket::Parts;
+        let mut pushed = Ok(());
+        lists.each(0, lists.count(), |r| {
+            if pushed.is_ok() {
+                pushed = self.push(r);
             }
-            start = end as usize;
-        }
-        Ok(())
+        });
+        pushed
     }
 }
 
