@@ -116,6 +116,7 @@ pub fn read_inputs(
         queue: paths.into_iter().map(fs::Pending::TopLevel).collect(),
         current: None,
         opts,
+        ahead: fs::ReadAhead::default(),
     }
 }
 
@@ -211,6 +212,7 @@ struct Inputs {
     queue: VecDeque<fs::Pending>,
     current: Option<Records>,
     opts: InputOptions,
+    ahead: fs::ReadAhead,
 }
 
 impl Iterator for Inputs {
@@ -225,6 +227,8 @@ impl Iterator for Inputs {
                 self.current = None;
             }
             let pending = self.queue.pop_front()?;
+            self.ahead.taken(&pending);
+            self.ahead.fill(&mut self.queue);
             match fs::open(pending, &self.opts) {
                 fs::Opened::Item(item) => return Some(item),
                 fs::Opened::Records(records) => self.current = Some(records),
@@ -232,6 +236,7 @@ impl Iterator for Inputs {
                     for e in entries.into_iter().rev() {
                         self.queue.push_front(e);
                     }
+                    self.ahead.pushed_front();
                 }
             }
         }

@@ -386,6 +386,52 @@ fn stream_is_send_and_lazy() {
     assert_eq!(it.take(1).count(), 1);
 }
 
+/// The files of a directory are opened ahead of their turn, at most `AHEAD_FILES` at a time,
+/// and read in key order all the same: a file removed after it was opened ahead is still
+/// read, one removed before is reported at its turn.
+#[test]
+fn files_are_opened_ahead_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = fs::AHEAD_FILES + 40;
+    for i in 0..n {
+        write(
+            dir.path(),
+            &format!("d/{i:04}.html"),
+            format!("<p>{i}").as_bytes(),
+        );
+    }
+    write(dir.path(), "e/x.html.gz", &gz(b"<p>gz"));
+    let mut inputs = Inputs {
+        queue: [fs::Pending::TopLevel(dir.path().to_path_buf())].into(),
+        current: None,
+        opts: InputOptions::default(),
+        ahead: fs::ReadAhead::default(),
+    };
+    // The first document: the next files (all small) are open ahead, up to the bound.
+    let first = inputs.next().unwrap();
+    assert_eq!(summary(&[first]), [("d/0000.html".into(), "<p>0".into())]);
+    assert_eq!(inputs.ahead.open_files(), fs::AHEAD_FILES);
+    // d/0005 is open ahead (removing it does not stop its read); the last ones are not.
+    std::fs::remove_file(dir.path().join("d/0005.html")).unwrap();
+    let late = format!("d/{:04}.html", n - 1);
+    std::fs::remove_file(dir.path().join(&late)).unwrap();
+    let mut items = Vec::new();
+    while let Some(item) = inputs.next() {
+        assert!(inputs.ahead.open_files() <= fs::AHEAD_FILES);
+        items.push(item);
+    }
+    assert_eq!(inputs.ahead.open_files(), 0);
+    let got = summary(&items);
+    assert_eq!(got.len(), n);
+    for (i, (key, content)) in got.iter().take(n - 2).enumerate() {
+        assert_eq!(key, &format!("d/{:04}.html", i + 1));
+        assert_eq!(content, &format!("<p>{}", i + 1));
+    }
+    assert_eq!(got[n - 2].0, late);
+    assert!(got[n - 2].1.starts_with("BAD: "), "{:?}", got[n - 2]);
+    assert_eq!(got[n - 1], ("e/x.html.gz".into(), "<p>gz".into()));
+}
+
 #[test]
 fn helpers() {
     assert_eq!(
