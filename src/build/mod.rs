@@ -111,6 +111,180 @@ impl ListsSeen {
         self.postings += ids.len() as u64;
         Ok(())
     }
+
+    /// Adds the posting list of `key` to `chunk` and notes it.
+    fn add_list(&mut self, chunk: &mut EncodedLists, key: u64, ids: &[u32]) -> Result<()> {
+        segment::encode_postings(ids, &mut chunk.bytes);
+        chunk.keys.push(key);
+        chunk.ends.push(chunk.bytes.len());
+        self.note(key, ids)
+    }
+
+    /// Adds the posting lists of `recs` (the next records, sorted by key, then doc) to
+    /// `chunk`, handing each full chunk to `hand` (false: the block thread failed; so does
+    /// this call). Each run of one key is a list; the slice's last run waits in `run`, as the
+    /// next slice may go on with it (`run` holds the run the previous slice left).
+    fn add_slice(
+        &mut self,
+        recs: &[KeyDoc],
+        run: &mut Run,
+        chunk: &mut EncodedLists,
+        hand: &mut dyn FnMut(&mut EncodedLists) -> bool,
+    ) -> Result<bool> {
+        let Some(last) = recs.last().map(|r| r.key) else {
+            return Ok(true);
+        };
+        let mut from = 0;
+        if let Some(k) = run.key {
+            from = recs.iter().take_while(|r| r.key == k).count();
+            run.ids.extend(recs[..from].iter().map(|r| r.doc));
+            if from == recs.len() {
+                return Ok(true);
+            }
+            self.add_list(chunk, k, &run.ids)?;
+            run.ids.clear();
+            run.key = None;
+            if chunk.full() && !hand(chunk) {
+                return Ok(false);
+            }
+        }
+        // The last run starts at `tail`, not before `from`: `recs[from]` is not of key `k`.
+        let tail = recs.len() - recs.iter().rev().take_while(|r| r.key == last).count();
+        if !self.add_runs(&recs[from..tail], &mut run.ids, chunk, hand)? {
+            return Ok(false);
+        }
+        run.ids.clear();
+        run.ids.extend(recs[tail..].iter().map(|r| r.doc));
+        run.key = Some(last);
+        Ok(true)
+    }
+
+    /// [`ListsSeen::add_slice`] of records whose runs all end within them, with the rank
+    /// placement chosen once for all of them.
+    fn add_runs(
+        &mut self,
+        recs: &[KeyDoc],
+        ids: &mut Vec<u32>,
+        chunk: &mut EncodedLists,
+        hand: &mut dyn FnMut(&mut EncodedLists) -> bool,
+    ) -> Result<bool> {
+        if self.ranked.is_some() && self.keys + recs.len() as u64 > 1 << 32 {
+            // Ranks may not fit: list by list through `note`, which refuses the first that
+            // does not.
+            for run in recs.chunk_by(|a, b| a.key == b.key) {
+                ids.clear();
+                ids.extend(run.iter().map(|r| r.doc));
+                self.add_list(chunk, run[0].key, ids)?;
+                if chunk.full() && !hand(chunk) {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        let mut ranked = self.ranked.take();
+        let added = match ranked.as_mut() {
+            None => self.runs(&mut NoRanks, recs, ids, chunk, hand),
+            Some(RankedForward {
+                direct: Some(d),
+                docs,
+                ..
+            }) => self.runs(&mut DirectRanks { d, docs }, recs, ids, chunk, hand),
+            Some(r) => self.runs(&mut SortedRanks(r), recs, ids, chunk, hand),
+        };
+        self.ranked = ranked;
+        added
+    }
+
+    /// [`ListsSeen::add_runs`] placing the ranks (which fit a u32) with `place`: what
+    /// [`ListsSeen::add_list`] does per list, with a one-document list (most keys of a
+    /// batch) taken without `ids`.
+    #[inline]
+    fn runs<P: PlaceRanks>(
+        &mut self,
+        place: &mut P,
+        recs: &[KeyDoc],
+        ids: &mut Vec<u32>,
+        chunk: &mut EncodedLists,
+        hand: &mut dyn FnMut(&mut EncodedLists) -> bool,
+    ) -> Result<bool> {
+        let mut j = 0;
+        while j < recs.len() {
+            let key = recs[j].key;
+            let rank = self.keys as u32;
+            let n = 1 + recs[j + 1..].iter().take_while(|r| r.key == key).count();
+            if n == 1 {
+                let doc = recs[j].doc;
+                segment::encode_one_posting(doc, &mut chunk.bytes);
+                place.place(doc, rank)?;
+            } else {
+                ids.clear();
+                ids.extend(recs[j..j + n].iter().map(|r| r.doc));
+                segment::encode_postings(ids, &mut chunk.bytes);
+                for &doc in ids.iter() {
+                    place.place(doc, rank)?;
+                }
+                if n as u32 > FREQUENT_DF {
+                    self.frequent.push((key, n as u32));
+                }
+            }
+            chunk.keys.push(key);
+            chunk.ends.push(chunk.bytes.len());
+            self.keys += 1;
+            self.postings += n as u64;
+            j += n;
+            if chunk.full() && !hand(chunk) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The run of one key that a slice of records ended with (the next slice may go on with it).
+#[derive(Default)]
+struct Run {
+    key: Option<u64>,
+    ids: Vec<u32>,
+}
+
+/// Where [`ListsSeen::runs`] places a document's rank (format 3), what
+/// [`RankedForward::push`] does, chosen once per slice.
+trait PlaceRanks {
+    fn place(&mut self, doc: u32, rank: u32) -> Result<()>;
+}
+
+/// Formats 1 and 2: no ranks.
+struct NoRanks;
+
+impl PlaceRanks for NoRanks {
+    #[inline]
+    fn place(&mut self, _: u32, _: u32) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Format 3, the ranks placed directly.
+struct DirectRanks<'a> {
+    d: &'a mut Direct,
+    docs: &'a [(u32, u32)],
+}
+
+impl PlaceRanks for DirectRanks<'_> {
+    #[inline]
+    fn place(&mut self, doc: u32, rank: u32) -> Result<()> {
+        self.d.push(self.docs, doc, rank);
+        Ok(())
+    }
+}
+
+/// Format 3, the ranks sorted.
+struct SortedRanks<'a>(&'a mut RankedForward);
+
+impl PlaceRanks for SortedRanks<'_> {
+    #[inline]
+    fn place(&mut self, doc: u32, rank: u32) -> Result<()> {
+        self.0.push(DocPair { a: doc, b: rank })
+    }
 }
 
 /// What a format-3 builder keeps until POSTINGS is complete: the documents and their feature
@@ -141,17 +315,24 @@ struct RankedForward {
 }
 
 /// The ranks of every announced document in one array, placed as the postings arrive (a
-/// counting sort by document): document `docs[i]` owns `ranks[start[i]..start[i + 1]]`, and
-/// `fill[i]` counts the postings that listed it (more than its count is an error, reported by
-/// `end_postings` as the sorting path reports it).
+/// counting sort by document): document `docs[i]` owns `ranks[range(i)]`, and
+/// `slots[i].at - range(i).start` counts the postings that listed it (more than its count is
+/// an error, reported by `end_postings` as the sorting path reports it).
 struct Direct {
     /// `docs[0].0` when the ids are consecutive (`slot = doc - first`); else binary search.
     dense_first: Option<u32>,
-    start: Vec<usize>,
-    fill: Vec<u32>,
+    slots: Vec<Slot>,
     ranks: Vec<u32>,
     /// The smallest listed doc that has no FORWARD entry.
     unknown: Option<u32>,
+}
+
+/// A document's place in [`Direct::ranks`]: its next rank goes to `at` while `at < end`
+/// (`at` goes on counting past `end`: too many postings).
+#[derive(Clone, Copy)]
+struct Slot {
+    at: usize,
+    end: usize,
 }
 
 impl Direct {
@@ -160,23 +341,36 @@ impl Direct {
             (Some(f), Some(l)) => (l.0 - f.0) as usize + 1 == docs.len(),
             _ => false,
         };
-        let mut start = Vec::with_capacity(docs.len() + 1);
+        let mut slots = Vec::with_capacity(docs.len());
         let mut total = 0usize;
         for &(_, c) in docs {
-            start.push(total);
+            let at = total;
             total += c as usize;
+            slots.push(Slot { at, end: total });
         }
-        start.push(total);
         // Written all over as the postings arrive: faulted in at once.
         let mut ranks = crate::sort::prefault::with_capacity(total);
         ranks.resize(total, 0);
         Direct {
             dense_first: dense.then(|| docs[0].0),
-            start,
-            fill: vec![0; docs.len()],
+            slots,
             ranks,
             unknown: None,
         }
+    }
+
+    /// The ranks of document `docs[i]`.
+    fn range(&self, i: usize) -> std::ops::Range<usize> {
+        let start = match i {
+            0 => 0,
+            _ => self.slots[i - 1].end,
+        };
+        start..self.slots[i].end
+    }
+
+    /// How many postings listed document `docs[i]`.
+    fn fill(&self, i: usize) -> usize {
+        self.slots[i].at - self.range(i).start
     }
 
     #[inline]
@@ -184,23 +378,36 @@ impl Direct {
         match self.dense_first {
             Some(first) => {
                 let i = doc.wrapping_sub(first) as usize;
-                (i < docs.len()).then_some(i)
+                (i < self.slots.len()).then_some(i)
             }
             None => docs.binary_search_by_key(&doc, |d| d.0).ok(),
         }
     }
 
+    /// Places `rank` in the slot of document `i`.
+    #[inline]
+    fn place(&mut self, i: usize, rank: u32) {
+        let s = &mut self.slots[i];
+        if s.at < s.end {
+            if let Some(r) = self.ranks.get_mut(s.at) {
+                *r = rank;
+            }
+        }
+        s.at += 1;
+    }
+
+    /// A listed doc with no slot.
+    #[cold]
+    fn unknown(&mut self, doc: u32) {
+        self.unknown = Some(self.unknown.map_or(doc, |u| u.min(doc)));
+    }
+
     #[inline]
     fn push(&mut self, docs: &[(u32, u32)], doc: u32, rank: u32) {
-        let Some(i) = self.slot(docs, doc) else {
-            self.unknown = Some(self.unknown.map_or(doc, |u| u.min(doc)));
-            return;
-        };
-        let at = self.start[i] + self.fill[i] as usize;
-        if at < self.start[i + 1] {
-            self.ranks[at] = rank;
+        match self.slot(docs, doc) {
+            Some(i) => self.place(i, rank),
+            None => self.unknown(doc),
         }
-        self.fill[i] += 1;
     }
 }
 
@@ -402,12 +609,12 @@ impl SegmentBuilder {
             Some(r) => {
                 // The ranks placed directly (4 bytes each) when the sorted path would keep
                 // them in memory too (8 bytes each, up to an eighth of the budget), and the
-                // documents' slots (8 + 8 + 4 bytes each) fit an eighth of it too.
+                // documents (8 bytes each) and their slots (16 bytes each) fit an eighth of it too.
                 if r.direct.is_none()
                     && r.pairs.is_empty()
                     && r.sorter.is_none()
                     && r.total.saturating_mul(8) < r.sort.mem_bytes / 8
-                    && r.ndocs.saturating_mul(20) < r.sort.mem_bytes / 8
+                    && r.ndocs.saturating_mul(24) < r.sort.mem_bytes / 8
                 {
                     if let Some(s) = r.spool.take() {
                         for p in s.finish()?.read()? {
@@ -479,9 +686,9 @@ impl SegmentBuilder {
         use crate::error::Error;
         let mismatch = docs
             .iter()
-            .zip(&d.fill)
-            .find(|(doc, &fill)| fill != doc.1)
-            .map(|(doc, &fill)| (doc.0, doc.1, fill));
+            .enumerate()
+            .map(|(i, doc)| (doc.0, doc.1, d.fill(i)))
+            .find(|&(_, count, fill)| fill != count as usize);
         match (d.unknown, mismatch) {
             (Some(u), m) if m.is_none_or(|(doc, _, _)| u < doc) => {
                 return Err(Error::InvalidArgument(format!(
@@ -504,11 +711,7 @@ impl SegmentBuilder {
             let mut ranks: Vec<u64> = Vec::new();
             for i in group {
                 ranks.clear();
-                ranks.extend(
-                    d.ranks[d.start[i]..d.start[i + 1]]
-                        .iter()
-                        .map(|&r| r as u64),
-                );
+                ranks.extend(d.ranks[d.range(i)].iter().map(|&r| r as u64));
                 segment::encode_u64s(&ranks, &mut bytes);
                 ends.push(bytes.len());
             }
@@ -669,30 +872,22 @@ impl SegmentBuilder {
             let mut chunk = EncodedLists::default();
             let mut blocks: Option<BlockThread<'_>> = None;
             let mut w = Some(w);
-            let mut ids: Vec<u32> = Vec::new();
-            let mut cur: Option<u64> = None;
-            // Adds the list of `key` to the chunk; hands a full chunk to the block thread
-            // (started by the first one).
-            let mut list = |key: u64, ids: &[u32]| -> Result<bool> {
-                segment::encode_postings(ids, &mut chunk.bytes);
-                chunk.keys.push(key);
-                chunk.ends.push(chunk.bytes.len());
-                lists.note(key, ids)?;
-                if chunk.keys.len() < CHUNK_LISTS && chunk.bytes.len() < CHUNK_BYTES {
-                    return Ok(true);
-                }
+            // Hands a full chunk to the block thread (started by the first one) and puts a
+            // spare one in its place; false when the thread has failed.
+            let mut hand = |chunk: &mut EncodedLists| -> bool {
                 if blocks.is_none() {
                     match w.take() {
                         Some(w) => blocks = Some(BlockThread::start(s, w, kept.take())),
-                        None => return Ok(false),
+                        None => return false,
                     }
                 }
                 let spare = blocks.as_mut().map(|b| b.spare()).unwrap_or_default();
-                let full = std::mem::replace(&mut chunk, spare);
-                Ok(blocks.as_mut().is_some_and(|b| b.send(full)))
+                let full = std::mem::replace(chunk, spare);
+                blocks.as_mut().is_some_and(|b| b.send(full))
             };
+            let mut run = Run::default();
             let mut fed = Ok(());
-            'records: loop {
+            loop {
                 let slice = match sorted.next_slice() {
                     Ok(Some(slice)) => slice,
                     Ok(None) => break,
@@ -701,27 +896,21 @@ impl SegmentBuilder {
                         break;
                     }
                 };
-                for rec in slice {
-                    if cur != Some(rec.key) {
-                        if let Some(k) = cur {
-                            match list(k, &ids) {
-                                Ok(true) => {}
-                                Ok(false) => break 'records, // the block thread failed: below
-                                Err(e) => {
-                                    fed = Err(e);
-                                    break 'records;
-                                }
-                            }
-                            ids.clear();
-                        }
-                        cur = Some(rec.key);
+                match lists.add_slice(slice, &mut run, &mut chunk, &mut hand) {
+                    Ok(true) => {}
+                    Ok(false) => break, // the block thread failed: below
+                    Err(e) => {
+                        fed = Err(e);
+                        break;
                     }
-                    ids.push(rec.doc);
                 }
             }
             if fed.is_ok() {
-                if let Some(k) = cur.filter(|_| !ids.is_empty()) {
-                    fed = list(k, &ids).map(|_| ());
+                if let Some(k) = run.key.filter(|_| !run.ids.is_empty()) {
+                    fed = lists.add_list(&mut chunk, k, &run.ids);
+                    if fed.is_ok() && chunk.full() {
+                        hand(&mut chunk); // if the thread failed, `finish` says why
+                    }
                 }
             }
             // The last chunk, then the thread's result (its error comes first: it stopped
@@ -923,6 +1112,12 @@ impl EncodedLists {
             k.extend(&self.keys);
         }
         Ok(())
+    }
+
+    /// Whether the chunk is ready for the block thread.
+    #[inline]
+    fn full(&self) -> bool {
+        self.keys.len() >= CHUNK_LISTS || self.bytes.len() >= CHUNK_BYTES
     }
 
     fn clear(&mut self) {
@@ -1380,6 +1575,132 @@ mod tests {
                 e.contains("doc 1: 1 features, but POSTINGS lists it under 2 keys"),
                 "{mem}: {e}"
             );
+        }
+    }
+
+    /// Records as a sorter hands them over: slices of the given sizes (cycled).
+    struct Cut<'a> {
+        recs: &'a [KeyDoc],
+        sizes: std::iter::Cycle<std::vec::IntoIter<usize>>,
+    }
+
+    impl SortedSlices<KeyDoc> for Cut<'_> {
+        fn next_slice(&mut self) -> Result<Option<&[KeyDoc]>> {
+            if self.recs.is_empty() {
+                return Ok(None);
+            }
+            let n = self.sizes.next().unwrap_or(1).min(self.recs.len());
+            let (slice, rest) = self.recs.split_at(n);
+            self.recs = rest;
+            Ok(Some(slice))
+        }
+    }
+
+    /// Records cut into slices of any sizes (runs of a key across slices, slices of one
+    /// record) give the bytes of the lists added one by one, in format 2 and in format 3
+    /// (ranks placed directly on consecutive and on sparse ids, and sorted), and postings
+    /// that disagree with FORWARD get the same errors.
+    #[test]
+    fn postings_from_slices_of_any_size_equal_lists_added_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        // Most keys in one document, some in a few, one in every document (FREQUENT).
+        let mixed = |first: u32, step: u32| -> Vec<(u32, Vec<u64>)> {
+            (0..120u32)
+                .map(|i| {
+                    let mut f: BTreeSet<u64> = (0..(i % 9) as u64)
+                        .map(|j| ((i as u64) << 20 | j).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+                        .collect();
+                    f.insert(0x5555);
+                    if i % 3 == 0 {
+                        f.insert(((i % 7) as u64 + 1).wrapping_mul(0x1234_5678_9abc_def1));
+                    }
+                    (first + i * step, f.into_iter().collect())
+                })
+                .collect()
+        };
+        let ways = ["lists", "1", "1-2-3-5-8", "7", "4096"];
+        for (tag, docs) in [("dense", mixed(7, 1)), ("sparse", mixed(3, 5))] {
+            let mut pairs: Vec<KeyDoc> = docs
+                .iter()
+                .flat_map(|(d, f)| f.iter().map(move |&key| KeyDoc { key, doc: *d }))
+                .collect();
+            pairs.sort_unstable();
+            let single = pairs
+                .chunk_by(|a, b| a.key == b.key)
+                .filter(|r| r.len() == 1)
+                .count();
+            assert!(single > pairs.len() / 2, "{single} of {}", pairs.len());
+            // The postings as given, one record short (a document under too few keys), and
+            // one more (a document without a FORWARD entry).
+            let short: Vec<KeyDoc> = pairs
+                .iter()
+                .copied()
+                .filter(|p| !(p.doc == docs[50].0 && p.key == docs[50].1[0]))
+                .collect();
+            let mut extra = pairs.clone();
+            extra.push(KeyDoc {
+                key: u64::MAX,
+                doc: 1,
+            });
+            for version in [2, 3] {
+                for mem in [1u64 << 20, 64] {
+                    for (case, recs) in [("ok", &pairs), ("short", &short), ("extra", &extra)] {
+                        let mut outcomes = Vec::new();
+                        for way in ways {
+                            let name = format!("{tag}-v{version}-{mem}-{case}-{way}");
+                            let b = SegmentBuilder::create_version(dir.path(), &name, version)
+                                .unwrap()
+                                .with_sort(SortOptions::new(mem, dir.path().join("tmp")));
+                            let mut b = b;
+                            for (d, f) in &docs {
+                                b.forward(*d, f).unwrap();
+                            }
+                            let done = if way == "lists" {
+                                b.begin_postings().unwrap();
+                                for run in recs.chunk_by(|a, b| a.key == b.key) {
+                                    let ids: Vec<u32> = run.iter().map(|r| r.doc).collect();
+                                    b.posting_list(run[0].key, &ids).unwrap();
+                                }
+                                b.end_postings()
+                            } else {
+                                let sizes: Vec<usize> =
+                                    way.split('-').map(|n| n.parse().unwrap()).collect();
+                                b.postings_from_slices(&mut Cut {
+                                    recs,
+                                    sizes: sizes.into_iter().cycle(),
+                                })
+                            };
+                            let outcome = match done {
+                                Err(e) => Err(e.to_string()),
+                                Ok(()) => {
+                                    let built = b.finish().unwrap();
+                                    let keys = recs.chunk_by(|a, b| a.key == b.key).count();
+                                    assert_eq!(built.keys, keys as u64, "{name}");
+                                    assert_eq!(built.postings, recs.len() as u64, "{name}");
+                                    built.keep();
+                                    Ok(std::fs::read(dir.path().join(&name)).unwrap())
+                                }
+                            };
+                            outcomes.push(outcome);
+                        }
+                        let what = format!("{tag} format {version} mem {mem} {case}");
+                        match (version, case) {
+                            (3, "short") => {
+                                let e = outcomes[0].as_ref().unwrap_err();
+                                assert!(e.contains("features, but POSTINGS lists"), "{what}: {e}");
+                            }
+                            (3, "extra") => {
+                                let e = outcomes[0].as_ref().unwrap_err();
+                                assert!(e.contains("doc 1 that has no FORWARD"), "{what}: {e}");
+                            }
+                            _ => assert!(outcomes[0].is_ok(), "{what}"),
+                        }
+                        for (way, o) in ways.iter().zip(&outcomes) {
+                            assert!(*o == outcomes[0], "{what}: {way}");
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -112,7 +112,7 @@ pub fn encode_postings(ids: &[u32], out: &mut Vec<u8>) {
     // One document (most keys of a batch): the delta form's one varint, never longer than the
     // raw form's 5 bytes (4 id + 3 < 2^34 takes at most 5), so always the delta form.
     if let [id] = *ids {
-        write_varint(4 * id as u64 + 3, out);
+        encode_one_posting(id, out);
         return;
     }
     assert!(
@@ -140,6 +140,13 @@ pub fn encode_postings(ids: &[u32], out: &mut Vec<u8>) {
     }
     out.reserve(dlen);
     write_delta(ids.iter().copied(), out);
+}
+
+/// `encode_postings(&[id], out)`: a list of one document (most keys of a batch) is always the
+/// delta form's one varint.
+#[inline]
+pub fn encode_one_posting(id: u32, out: &mut Vec<u8>) {
+    write_varint(4 * id as u64 + 3, out);
 }
 
 /// Appends the encoding of `ids` (strictly increasing) in the forms of format version 1 (raw up
