@@ -1167,20 +1167,8 @@ impl ReadAheadRange {
                 if file.is_none() {
                     *file = std::fs::File::open(path).ok();
                 }
-                #[cfg(target_os = "linux")]
                 if let Some(f) = file.as_ref() {
-                    use std::os::fd::AsRawFd;
-                    segment::in_willneed_requests(at, at + n, |p, len| {
-                        // SAFETY: a plain syscall on an open descriptor; it changes no memory.
-                        let _ = unsafe {
-                            libc::posix_fadvise(
-                                f.as_raw_fd(),
-                                p as libc::off_t,
-                                len as libc::off_t,
-                                libc::POSIX_FADV_WILLNEED,
-                            )
-                        };
-                    });
+                    segment::file_will_need(f, at, at + n);
                 }
             }
         }

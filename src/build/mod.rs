@@ -94,14 +94,12 @@ impl ListsSeen {
     /// Counts the posting list of `key` (added to POSTINGS as the next key): its df for
     /// FREQUENT and, in format 3, its documents' ranks for FORWARD.
     fn note(&mut self, key: u64, ids: &[u32]) -> Result<()> {
-        if let Some(r) = self.ranked.as_mut() {
-            let rank = u32::try_from(self.keys).map_err(|_| {
-                crate::error::Error::InvalidArgument(
-                    "a format-3 segment holds at most 2^32 POSTINGS keys".into(),
-                )
-            })?;
-            for &doc in ids {
-                r.push(DocPair { a: doc, b: rank })?;
+        if self.ranked.is_some() {
+            let rank = self.next_rank()?;
+            if let Some(r) = self.ranked.as_mut() {
+                for &doc in ids {
+                    r.push(DocPair { a: doc, b: rank })?;
+                }
             }
         }
         if ids.len() as u32 > FREQUENT_DF {
@@ -110,6 +108,15 @@ impl ListsSeen {
         self.keys += 1;
         self.postings += ids.len() as u64;
         Ok(())
+    }
+
+    /// The rank of the next POSTINGS key (format 3: FORWARD lists hold ranks as u32).
+    fn next_rank(&self) -> Result<u32> {
+        u32::try_from(self.keys).map_err(|_| {
+            crate::error::Error::InvalidArgument(
+                "a format-3 segment holds at most 2^32 POSTINGS keys".into(),
+            )
+        })
     }
 
     /// Adds the posting list of `key` to `chunk` and notes it.
@@ -168,19 +175,6 @@ impl ListsSeen {
         chunk: &mut EncodedLists,
         hand: &mut dyn FnMut(&mut EncodedLists) -> bool,
     ) -> Result<bool> {
-        if self.ranked.is_some() && self.keys + recs.len() as u64 > 1 << 32 {
-            // Ranks may not fit: list by list through `note`, which refuses the first that
-            // does not.
-            for run in recs.chunk_by(|a, b| a.key == b.key) {
-                ids.clear();
-                ids.extend(run.iter().map(|r| r.doc));
-                self.add_list(chunk, run[0].key, ids)?;
-                if chunk.full() && !hand(chunk) {
-                    return Ok(false);
-                }
-            }
-            return Ok(true);
-        }
         let mut ranked = self.ranked.take();
         let added = match ranked.as_mut() {
             None => self.runs(&mut NoRanks, recs, ids, chunk, hand),
@@ -195,7 +189,7 @@ impl ListsSeen {
         added
     }
 
-    /// [`ListsSeen::add_runs`] placing the ranks (which fit a u32) with `place`: what
+    /// [`ListsSeen::add_runs`] placing the ranks with `place`: what
     /// [`ListsSeen::add_list`] does per list, with a one-document list (most keys of a
     /// batch) taken without `ids`.
     #[inline]
@@ -210,7 +204,7 @@ impl ListsSeen {
         let mut j = 0;
         while j < recs.len() {
             let key = recs[j].key;
-            let rank = self.keys as u32;
+            let rank = if P::RANKED { self.next_rank()? } else { 0 };
             let n = 1 + recs[j + 1..].iter().take_while(|r| r.key == key).count();
             if n == 1 {
                 let doc = recs[j].doc;
@@ -250,6 +244,8 @@ struct Run {
 /// Where [`ListsSeen::runs`] places a document's rank (format 3), what
 /// [`RankedForward::push`] does, chosen once per slice.
 trait PlaceRanks {
+    /// Whether ranks are placed (then each key's rank must fit a u32).
+    const RANKED: bool = true;
     fn place(&mut self, doc: u32, rank: u32) -> Result<()>;
 }
 
@@ -257,6 +253,7 @@ trait PlaceRanks {
 struct NoRanks;
 
 impl PlaceRanks for NoRanks {
+    const RANKED: bool = false;
     #[inline]
     fn place(&mut self, _: u32, _: u32) -> Result<()> {
         Ok(())

@@ -18,12 +18,12 @@ use crate::canonicalize::{sniff_format, DocFormat};
 pub(super) enum Pending {
     /// A path named by the user: a file (keyed by the path as given) or a directory.
     TopLevel(PathBuf),
-    /// A file found in a directory, keyed by its relative path; opened before its turn by
-    /// [`ReadAhead`].
+    /// A file found in a directory, keyed by its relative path; `ahead`: the file and its
+    /// length if [`ReadAhead`] opened it before its turn.
     File {
         path: PathBuf,
         key: String,
-        ahead: Ahead,
+        ahead: Option<(File, u64)>,
     },
     /// An error found while listing a directory.
     Bad(InputItem),
@@ -75,8 +75,8 @@ pub(super) fn open(p: Pending, opts: &InputOptions) -> Opened {
     match p {
         Pending::Bad(item) => Opened::Item(item),
         Pending::File { path, key, ahead } => match ahead {
-            Ahead::Opened(file, len) => open_opened(&path, key, opts, file, len),
-            Ahead::NotYet | Ahead::Failed => open_file(&path, key, opts),
+            Some((file, len)) => open_opened(&path, key, opts, file, len),
+            None => open_file(&path, key, opts),
         },
         Pending::TopLevel(path) => {
             let key = path.to_string_lossy().into_owned();
@@ -283,19 +283,9 @@ fn walk(dir: &Path) -> Vec<Pending> {
     bad.extend(files.into_iter().map(|(key, path)| Pending::File {
         path,
         key,
-        ahead: Ahead::NotYet,
+        ahead: None,
     }));
     bad
-}
-
-/// What [`ReadAhead`] did with a listed file.
-pub(super) enum Ahead {
-    /// Not looked at yet.
-    NotYet,
-    /// Opened (its length, from the open file) and its first bytes asked for.
-    Opened(File, u64),
-    /// Could not be opened ahead: opened at its turn, which reports the error.
-    Failed,
 }
 
 /// Listed files open ahead of their turn, at most this many at a time.
@@ -305,9 +295,6 @@ const AHEAD_BYTES: u64 = 16 << 20;
 /// The bytes of one file asked for ahead, at most (the kernel's own read-ahead follows the
 /// reads of a longer one).
 const AHEAD_FILE_BYTES: u64 = 1 << 20;
-/// Bytes of one `POSIX_FADV_WILLNEED` request: Linux reads at most about its read-ahead
-/// window of one request and drops the rest (as `segment::WILLNEED_REQUEST`).
-const AHEAD_REQUEST: u64 = 128 << 10;
 
 /// Opens the listed files of the queue ahead of their turn and asks the kernel for their
 /// first bytes (`POSIX_FADV_WILLNEED`: the reads are issued and the call returns without
@@ -321,7 +308,8 @@ const AHEAD_REQUEST: u64 = 128 << 10;
 /// turn, which reports why.
 #[derive(Default)]
 pub(super) struct ReadAhead {
-    /// Queue entries, from the front, looked at already.
+    /// Queue entries, from the front, looked at already (opened ahead, or not a listed file,
+    /// or a file that could not be opened: opened at its turn, which reports why).
     seen: usize,
     /// Files open ahead and the bytes asked for them, not yet taken.
     files: usize,
@@ -333,18 +321,15 @@ impl ReadAhead {
     pub(super) fn fill(&mut self, queue: &mut std::collections::VecDeque<Pending>) {
         while self.seen < queue.len() && self.files < AHEAD_FILES && self.bytes < AHEAD_BYTES {
             if let Some(Pending::File { path, ahead, .. }) = queue.get_mut(self.seen) {
-                if matches!(ahead, Ahead::NotYet) {
-                    *ahead = match File::open(path.as_path()) {
-                        Ok(file) => {
-                            let len = file.metadata().map_or(0, |m| m.len());
-                            let asked = len.min(AHEAD_FILE_BYTES);
-                            will_need(&file, asked);
-                            self.files += 1;
-                            self.bytes += asked;
-                            Ahead::Opened(file, len)
-                        }
-                        Err(_) => Ahead::Failed,
-                    };
+                if ahead.is_none() {
+                    if let Ok(file) = File::open(path.as_path()) {
+                        let len = file.metadata().map_or(0, |m| m.len());
+                        let asked = len.min(AHEAD_FILE_BYTES);
+                        crate::segment::file_will_need(&file, 0, asked);
+                        self.files += 1;
+                        self.bytes += asked;
+                        *ahead = Some((file, len));
+                    }
                 }
             }
             self.seen += 1;
@@ -355,7 +340,7 @@ impl ReadAhead {
     pub(super) fn taken(&mut self, p: &Pending) {
         self.seen = self.seen.saturating_sub(1);
         if let Pending::File {
-            ahead: Ahead::Opened(_, len),
+            ahead: Some((_, len)),
             ..
         } = p
         {
@@ -374,31 +359,6 @@ impl ReadAhead {
     pub(super) fn open_files(&self) -> usize {
         self.files
     }
-}
-
-/// Asks the kernel for the first `n` bytes of `file` (a hint: errors ignored; nothing off
-/// Linux).
-fn will_need(file: &File, n: u64) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let mut at = 0;
-        while at < n {
-            let len = AHEAD_REQUEST.min(n - at);
-            // SAFETY: a plain system call on an open descriptor; it changes no memory.
-            let _ = unsafe {
-                libc::posix_fadvise(
-                    file.as_raw_fd(),
-                    at as libc::off_t,
-                    len as libc::off_t,
-                    libc::POSIX_FADV_WILLNEED,
-                )
-            };
-            at += len;
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (file, n);
 }
 
 #[cfg(test)]

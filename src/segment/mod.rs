@@ -66,8 +66,8 @@ pub const KEY_FILTER_ENV: &str = "NDD_KEY_FILTER";
 pub const WILLNEED_REQUEST: u64 = 128 << 10;
 
 /// Calls `ask(at, n)` for `[from, to)` in consecutive pieces of at most [`WILLNEED_REQUEST`]
-/// bytes: how every read-ahead (a segment's `madvise`, a catalog file's `posix_fadvise`) words
-/// its requests.
+/// bytes: how every read-ahead (a segment's `madvise`, a file's `posix_fadvise`: [`file_will_need`])
+/// words its requests.
 pub fn in_willneed_requests(from: u64, to: u64, mut ask: impl FnMut(u64, u64)) {
     let mut at = from;
     while at < to {
@@ -75,6 +75,29 @@ pub fn in_willneed_requests(from: u64, to: u64, mut ask: impl FnMut(u64, u64)) {
         ask(at, n);
         at += n;
     }
+}
+
+/// Asks the kernel for `[from, to)` of `file` (`POSIX_FADV_WILLNEED` in
+/// [`in_willneed_requests`]: the reads are issued and the calls return without waiting for
+/// them). A hint: errors are ignored, and nothing happens off Linux.
+pub fn file_will_need(file: &std::fs::File, from: u64, to: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        in_willneed_requests(from, to, |at, n| {
+            // SAFETY: a plain system call on an open descriptor; it changes no memory.
+            let _ = unsafe {
+                libc::posix_fadvise(
+                    file.as_raw_fd(),
+                    at as libc::off_t,
+                    n as libc::off_t,
+                    libc::POSIX_FADV_WILLNEED,
+                )
+            };
+        });
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, from, to);
 }
 
 /// Table of shingle/feature hash -> posting list (see `encode_postings`).
