@@ -18,6 +18,10 @@
 # single-document query latency (one `query --json` process, warm: the second of two passes;
 # p50/p99 of the engine's per-query time) after those batches, on QUERY_DOCS=1000 pages taken
 # from batch 1 before it is ingested, every other one edited (tools/warc_pages.py).
+# KEEP_AT="4 40" keeps those nights for re-running later (e.g. cold, several times): the index
+# as it was before the batch, in OUT/before-B (hard links for the write-once segment and SST
+# files, copies of the rest), and the batch's WARC, OUT/before-B.warc (kept by DROP_INPUT).
+# STOP=k ends the run after batch k (resume with START=k+1).
 set -euo pipefail
 OUT=$1; DOCS=${2:-1000000}; BATCHES=${3:-4}; MEM=${4:-512MiB}
 BIN=${BIN:-target/release}
@@ -40,6 +44,11 @@ corpus_of() { # batch -> directory of its part (generated on first use)
 }
 batch_file() { printf '%s/batch-%02d.warc' "$(corpus_of "$1")" $(( ($1 - 1) % PER_PART + 1 )); }
 CORPUS=$(corpus_of 1)
+copy_index() { # hard links for write-once files, copies for the rest (as tools/bench_nightly.sh)
+  rm -rf "$2"; cp -al "$1" "$2"
+  find "$2" -type f ! -name '*.ndds' ! -name '*.sst' | while read -r f; do
+    cp -p "$f" "$f.copy" && mv -f "$f.copy" "$f"; done
+}
 rss() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"; }
 wall() { awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; printf "%.1f", s}' "$1"; }
 
@@ -65,8 +74,11 @@ total=0
 for b in $(seq 1 $((START - 1))); do
   total=$((total + $(grep -o '"added":[0-9]*' "$OUT/ingest-$b.json" | cut -d: -f2)))
 done
-for b in $(seq "$START" "$BATCHES"); do
+for b in $(seq "$START" "${STOP:-$BATCHES}"); do
   f=$(batch_file "$b")
+  if [[ " ${KEEP_AT:-} " == *" $b "* ]]; then
+    copy_index "$IDX" "$OUT/before-$b"; ln -f "$f" "$OUT/before-$b.warc"
+  fi
   /usr/bin/time -v "$HERE/peak_mem.sh" "$BIN/ndd-index" ingest --quiet --json --mem "$MEM" \
     ${MAX_SEGMENT:+--max-segment "$MAX_SEGMENT"} --index "$IDX" "$f" \
     > "$OUT/ingest-$b.json" 2> "$OUT/ingest-$b.time"
