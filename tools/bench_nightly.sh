@@ -40,11 +40,7 @@ for root, _, files in os.walk(sys.argv[1]):
             pass
 PY
 }
-copy_index() { # hard links for write-once files, copies for the rest
-  rm -rf "$2"; cp -al "$1" "$2"
-  find "$2" -type f ! -name '*.ndds' ! -name '*.sst' | while read -r f; do
-    cp -p "$f" "$f.copy" && mv -f "$f.copy" "$f"; done
-}
+. "$(dirname "$0")/index_copy.sh"   # copy_index SRC DST
 summary() { python3 - "$1" <<'PY'
 import json, sys
 s = {}

@@ -44,11 +44,7 @@ corpus_of() { # batch -> directory of its part (generated on first use)
 }
 batch_file() { printf '%s/batch-%02d.warc' "$(corpus_of "$1")" $(( ($1 - 1) % PER_PART + 1 )); }
 CORPUS=$(corpus_of 1)
-copy_index() { # hard links for write-once files, copies for the rest (as tools/bench_nightly.sh)
-  rm -rf "$2"; cp -al "$1" "$2"
-  find "$2" -type f ! -name '*.ndds' ! -name '*.sst' | while read -r f; do
-    cp -p "$f" "$f.copy" && mv -f "$f.copy" "$f"; done
-}
+. "$(dirname "$0")/index_copy.sh"   # copy_index SRC DST
 rss() { awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2/1024}' "$1"; }
 wall() { awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,t,":"); s=0; for(i=1;i<=n;i++) s=s*60+t[i]; printf "%.1f", s}' "$1"; }
 
