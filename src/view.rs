@@ -1132,6 +1132,10 @@ pub fn prefetch_plan(sizes: &[u64], mem_available: u64, share: f64) -> Vec<usize
 pub enum ReadAheadRange {
     /// The bytes `[from, to)` of a mapped segment.
     Segment(Arc<Segment>, u64, u64),
+    /// A segment's key filters, its bytes `[from, to)` ([`Segment::key_filter_range`]): asked
+    /// for as [`ReadAheadRange::Segment`], then decoded ([`Segment::load_key_filters`]) once
+    /// every range of the read-ahead has been asked for.
+    KeyFilters(Arc<Segment>, u64, u64),
     /// A whole file (a catalog table file), of this many bytes.
     File(std::path::PathBuf, u64),
 }
@@ -1139,7 +1143,9 @@ pub enum ReadAheadRange {
 impl ReadAheadRange {
     fn len(&self) -> u64 {
         match self {
-            ReadAheadRange::Segment(_, from, to) => to.saturating_sub(*from),
+            ReadAheadRange::Segment(_, from, to) | ReadAheadRange::KeyFilters(_, from, to) => {
+                to.saturating_sub(*from)
+            }
             ReadAheadRange::File(_, n) => *n,
         }
     }
@@ -1159,10 +1165,20 @@ impl ReadAheadRange {
         true
     }
 
+    /// What follows the requests of every range: a [`ReadAheadRange::KeyFilters`] range's
+    /// filters are decoded (which waits for their reads); nothing for the others.
+    fn settle(&self) {
+        if let ReadAheadRange::KeyFilters(seg, ..) = self {
+            seg.load_key_filters();
+        }
+    }
+
     /// Asks for `[at, at + n)` of the range (offsets within it).
     fn ask(&self, file: &mut Option<std::fs::File>, at: u64, n: u64) {
         match self {
-            ReadAheadRange::Segment(seg, from, _) => seg.read_ahead(from + at, from + at + n),
+            ReadAheadRange::Segment(seg, from, _) | ReadAheadRange::KeyFilters(seg, from, _) => {
+                seg.read_ahead(from + at, from + at + n)
+            }
             ReadAheadRange::File(path, _) => {
                 if file.is_none() {
                     *file = std::fs::File::open(path).ok();
@@ -1218,6 +1234,7 @@ impl ReadAhead {
                                 return;
                             }
                         }
+                        settle_all(&chosen, &stop);
                     })
                     .ok()
             })
@@ -1227,6 +1244,27 @@ impl ReadAhead {
             thread,
             planned_bytes,
             skipped_bytes: total - planned_bytes,
+        }
+    }
+}
+
+/// [`ReadAheadRange::settle`] of each of `ranges` in order, until `stop` is set.
+fn settle_all(ranges: &[ReadAheadRange], stop: &std::sync::atomic::AtomicBool) {
+    for r in ranges {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        r.settle();
+    }
+}
+
+impl ReadAhead {
+    /// Waits until the read-ahead has asked for every planned range and settled it (decoded
+    /// the key filters of its [`ReadAheadRange::KeyFilters`] ranges), instead of stopping it
+    /// as dropping it does.
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
@@ -1326,6 +1364,7 @@ impl ReadAheadQueue {
                                 return;
                             }
                         }
+                        settle_all(&rs, &stop);
                     }
                 });
             match spawned {
@@ -1419,7 +1458,7 @@ impl View {
     /// the catalog families its per-document checks look up at random (`meta`'s staged keys,
     /// `keys`, `digests`), then every segment's key filters (the matching stage's filter walk
     /// reads them whole; skipped for a segment without filters or with its filters decoded
-    /// already). POSTINGS blocks and FORWARD lists are not here: which of them a batch reads
+    /// already), which the read-ahead also decodes once it has asked for everything. POSTINGS blocks and FORWARD lists are not here: which of them a batch reads
     /// depends on its keys.
     pub fn ingest_read_ahead_ranges(&self, catalog: &Catalog) -> Vec<ReadAheadRange> {
         use crate::store::{CF_DIGESTS, CF_KEYS, CF_META};
@@ -1433,7 +1472,7 @@ impl View {
                 continue;
             }
             if let Some((from, to)) = s.seg.key_filter_range() {
-                ranges.push(ReadAheadRange::Segment(Arc::clone(&s.seg), from, to));
+                ranges.push(ReadAheadRange::KeyFilters(Arc::clone(&s.seg), from, to));
             }
         }
         ranges
@@ -1441,7 +1480,9 @@ impl View {
 
     /// Starts the read-ahead of [`View::ingest_read_ahead_ranges`] within
     /// [`read_ahead_share`] of `MemAvailable`: a writer calls it when a batch starts, so the
-    /// old segments' filters are read while the batch is read and fingerprinted.
+    /// old segments' filters are read, checked and decoded while the batch is read and
+    /// fingerprinted (from a cold page cache the first touch of their pages costs more than
+    /// their crc: seconds for gigabytes of filters), not when matching begins.
     pub fn ingest_read_ahead(&self, catalog: &Catalog) -> ReadAhead {
         ReadAhead::start(self.ingest_read_ahead_ranges(catalog), read_ahead_share())
     }

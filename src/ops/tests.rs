@@ -285,7 +285,8 @@ fn a_catalog_of_a_newer_format_is_refused_with_a_clear_error() {
 
 /// What a batch's ingest reads ahead: every segment's key-filter bytes (a segment whose
 /// filters are decoded already is left out), then nothing else of the segments; the catalog
-/// ranges are whole live table files of the catalog. A second batch ingests with it running
+/// ranges are whole live table files of the catalog; the read-ahead decodes the filters it
+/// read. A second batch ingests with it running
 /// and finds the same documents unchanged.
 #[test]
 fn ingest_read_ahead_covers_every_segments_filters() {
@@ -304,9 +305,10 @@ fn ingest_read_ahead_covers_every_segments_filters() {
     let mut seg_ranges = Vec::new();
     for r in &ranges {
         match r {
-            ReadAheadRange::Segment(seg, from, to) => {
+            ReadAheadRange::KeyFilters(seg, from, to) => {
                 seg_ranges.push((seg.path().to_owned(), *from, *to))
             }
+            ReadAheadRange::Segment(seg, ..) => panic!("{:?}: not its filters", seg.path()),
             ReadAheadRange::File(p, n) => {
                 assert!(seg_ranges.is_empty(), "catalog files come first");
                 assert!(p.starts_with(dir.path().join("catalog")), "{p:?}");
@@ -332,11 +334,22 @@ fn ingest_read_ahead_covers_every_segments_filters() {
     let segs: Vec<_> = after
         .iter()
         .filter_map(|r| match r {
-            ReadAheadRange::Segment(seg, ..) => Some(seg.path().to_owned()),
-            ReadAheadRange::File(..) => None,
+            ReadAheadRange::KeyFilters(seg, ..) => Some(seg.path().to_owned()),
+            ReadAheadRange::Segment(..) | ReadAheadRange::File(..) => None,
         })
         .collect();
     assert_eq!(segs, vec![want[1].0.clone()]);
+    // The read-ahead decodes the filters it read (when the budget took them).
+    let s1 = &view.segments[1].seg;
+    assert!(!s1.key_filters_loaded());
+    let ra = view.ingest_read_ahead(index.catalog());
+    let took_all = ra.planned_bytes > 0 && ra.skipped_bytes == 0;
+    ra.wait();
+    #[cfg(target_os = "linux")]
+    assert!(took_all, "a few KB of filters are within any budget");
+    if took_all {
+        assert!(s1.key_filters_loaded());
+    }
     drop(index);
     let mut index = Index::open_writer(dir.path(), &CreateOptions::default()).unwrap();
     let s = index

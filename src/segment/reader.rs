@@ -456,6 +456,15 @@ impl Segment {
         self.filters.get().is_some()
     }
 
+    /// Decodes this segment's key filters now (their check and header pass, as on first use:
+    /// every byte of the table read and its crc checked), unless done already. A read-ahead
+    /// calls it while the batch is still read, so that this first touch of the filters'
+    /// pages, cold after a dropped page cache, overlaps the front end instead of opening the
+    /// matching stage. A damaged table is reported by the lookups that reach it, as before.
+    pub fn load_key_filters(&self) {
+        let _ = self.filters.get_or_init(|| self.load_filters());
+    }
+
     /// Asks the kernel to read the bytes `[from, to)` of the file into the page cache ahead
     /// of their use (`madvise(MADV_WILLNEED)` in requests of [`super::WILLNEED_REQUEST`]
     /// bytes: the reads are issued and the call returns without waiting for them, unless the
