@@ -1195,8 +1195,11 @@ impl ReadAheadRange {
 /// reads without waiting for them) for ranges an operation will certainly read, in the order
 /// it will read them, so that a cold page cache is filled while the operation does other
 /// work (a batch's front end) instead of when it faults on them. Bounded by
-/// [`prefetch_plan`]: at most `share * MemAvailable` bytes. It costs little CPU (the kernel's
-/// page allocation for the reads); dropping it stops it between requests and joins it.
+/// [`prefetch_plan`]: at most `share * MemAvailable` bytes. Asking costs little CPU (the
+/// kernel's page allocation for the reads); once everything is asked for, the thread decodes
+/// the key filters of its [`ReadAheadRange::KeyFilters`] ranges (their crc pass touches every
+/// page first, on this thread rather than the operation's). Dropping it stops it between
+/// requests (or between segments' decodes) and joins it.
 pub struct ReadAhead {
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -1246,6 +1249,15 @@ impl ReadAhead {
             skipped_bytes: total - planned_bytes,
         }
     }
+
+    /// Waits until the read-ahead has asked for every planned range and settled it (decoded
+    /// the key filters of its [`ReadAheadRange::KeyFilters`] ranges), instead of stopping it
+    /// as dropping it does.
+    pub fn wait(mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// [`ReadAheadRange::settle`] of each of `ranges` in order, until `stop` is set.
@@ -1255,17 +1267,6 @@ fn settle_all(ranges: &[ReadAheadRange], stop: &std::sync::atomic::AtomicBool) {
             return;
         }
         r.settle();
-    }
-}
-
-impl ReadAhead {
-    /// Waits until the read-ahead has asked for every planned range and settled it (decoded
-    /// the key filters of its [`ReadAheadRange::KeyFilters`] ranges), instead of stopping it
-    /// as dropping it does.
-    pub fn wait(mut self) {
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -1458,8 +1459,8 @@ impl View {
     /// the catalog families its per-document checks look up at random (`meta`'s staged keys,
     /// `keys`, `digests`), then every segment's key filters (the matching stage's filter walk
     /// reads them whole; skipped for a segment without filters or with its filters decoded
-    /// already), which the read-ahead also decodes once it has asked for everything. POSTINGS blocks and FORWARD lists are not here: which of them a batch reads
-    /// depends on its keys.
+    /// already), which the read-ahead also decodes once it has asked for everything. POSTINGS
+    /// blocks and FORWARD lists are not here: which of them a batch reads depends on its keys.
     pub fn ingest_read_ahead_ranges(&self, catalog: &Catalog) -> Vec<ReadAheadRange> {
         use crate::store::{CF_DIGESTS, CF_KEYS, CF_META};
         let mut ranges: Vec<ReadAheadRange> = catalog

@@ -286,8 +286,7 @@ fn a_catalog_of_a_newer_format_is_refused_with_a_clear_error() {
 /// What a batch's ingest reads ahead: every segment's key-filter bytes (a segment whose
 /// filters are decoded already is left out), then nothing else of the segments; the catalog
 /// ranges are whole live table files of the catalog; the read-ahead decodes the filters it
-/// read. A second batch ingests with it running
-/// and finds the same documents unchanged.
+/// read. A second batch ingests with it running and finds the same documents unchanged.
 #[test]
 fn ingest_read_ahead_covers_every_segments_filters() {
     use crate::view::ReadAheadRange;
