@@ -8,8 +8,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndd_index::segment::{
-    decode_postings, decode_u64s, encode_postings, encode_u64s, Segment, SegmentWriter, FORWARD,
-    POSTINGS,
+    decode_postings, decode_u64s, encode_postings, encode_u64s, Segment, SegmentWriter,
+    DEFAULT_BLOCK_TARGET, FORWARD, POSTINGS,
 };
 use roaring::RoaringBitmap;
 
@@ -42,7 +42,9 @@ fn build(dir: &std::path::Path) -> (Segment, Vec<u64>) {
     let mut keys: Vec<u64> = (0..KEYS).map(|_| next(&mut state)).collect();
     keys.sort_unstable();
     keys.dedup();
-    let mut w = SegmentWriter::create(dir, "bench.seg").unwrap();
+    // Format 2: its FORWARD values are the features themselves, as written below (format
+    // 3, the default, holds ranks of the POSTINGS keys, which only the builder writes).
+    let mut w = SegmentWriter::create_version(dir, "bench.seg", DEFAULT_BLOCK_TARGET, 2).unwrap();
     let mut buf = Vec::new();
     w.begin_table(POSTINGS).unwrap();
     for &k in &keys {
@@ -166,5 +168,21 @@ fn bench_postings(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_segment, bench_postings);
+/// The block check's crc32 on hot memory (a 64 MiB buffer, filled once): what checking a
+/// segment's key filters costs when their pages are resident and touched before, against the
+/// seconds a cold night spends in the same call (BENCHMARKS.md, "Cold nights: the key filters
+/// decoded while the batch is read").
+fn bench_crc(c: &mut Criterion) {
+    let buf: Vec<u8> = (0..64u32 << 20)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let mut g = c.benchmark_group("crc");
+    g.throughput(Throughput::Bytes(buf.len() as u64));
+    g.bench_function("crc32_hot_64MiB", |b| {
+        b.iter(|| crc32fast::hash(black_box(&buf)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_segment, bench_postings, bench_crc);
 criterion_main!(benches);
