@@ -29,7 +29,7 @@ use crate::segment::{self, SegmentMeta, SegmentWriter, FREQUENT, FREQUENT_DF};
 use crate::sort::prefault::Bounded;
 use crate::sort::{
     Buffered, DocHash, DocKeys, DocPair, ExternalSorter, KeyDoc, SortOptions, SortedSlices, Spool,
-    SpoolFile,
+    SpoolFile, Transposer,
 };
 use crate::store::SegmentEntry;
 
@@ -303,8 +303,9 @@ struct RankedForward {
     total: u64,
     last: Option<u32>,
     sort: SortOptions,
-    pairs: Vec<DocPair>,
-    sorter: Option<ExternalSorter<DocPair>>,
+    /// The `(doc, rank)` records, transposed by document within the budget (in memory up to
+    /// a quarter of it, then through runs: [`Transposer`]).
+    pairs: Option<Transposer>,
     /// Set by `begin_postings` when the ranks fit in memory.
     direct: Option<Direct>,
     /// FORWARD is written (by `end_postings`, or `finish` for a segment without postings).
@@ -414,16 +415,9 @@ impl RankedForward {
             d.push(&self.docs, p.a, p.b);
             return Ok(());
         }
-        if let Some(s) = self.sorter.as_mut() {
-            return s.push(p);
-        }
-        self.pairs.push(p);
-        if (self.pairs.len() as u64) * 8 >= self.sort.mem_bytes / 8 {
-            let mut s = ExternalSorter::new(self.sort.clone())?;
-            s.extend(std::mem::take(&mut self.pairs))?;
-            self.sorter = Some(s);
-        }
-        Ok(())
+        self.pairs
+            .get_or_insert_with(|| Transposer::new(&self.sort))
+            .push(p)
     }
 }
 
@@ -484,8 +478,7 @@ impl SegmentBuilder {
                 total: 0,
                 last: None,
                 sort: SortOptions::default(),
-                pairs: Vec::new(),
-                sorter: None,
+                pairs: None,
                 direct: None,
                 written: false,
             });
@@ -608,8 +601,7 @@ impl SegmentBuilder {
                 // them in memory too (8 bytes each, up to an eighth of the budget), and the
                 // documents (8 bytes each) and their slots (16 bytes each) fit an eighth of it too.
                 if r.direct.is_none()
-                    && r.pairs.is_empty()
-                    && r.sorter.is_none()
+                    && r.pairs.is_none()
                     && r.total.saturating_mul(8) < r.sort.mem_bytes / 8
                     && r.ndocs.saturating_mul(24) < r.sort.mem_bytes / 8
                 {
@@ -666,8 +658,7 @@ impl SegmentBuilder {
             total: r.total,
             last: r.last,
             sort: r.sort.clone(),
-            pairs: std::mem::take(&mut r.pairs),
-            sorter: r.sorter.take(),
+            pairs: r.pairs.take(),
             direct: r.direct.take(),
             written: true,
         };
@@ -769,16 +760,13 @@ impl SegmentBuilder {
         self.w.end_table()
     }
 
-    /// Format 3: the FORWARD table from the `(doc, rank)` records of the postings, sorted by
-    /// doc then rank: each announced document gets its ranks (as many as its feature count).
+    /// Format 3: the FORWARD table from the `(doc, rank)` records of the postings, grouped by
+    /// doc (ranks ascending within a doc): each announced document gets its ranks (as many as
+    /// its feature count).
     fn ranked_forward_table(&mut self, r: RankedForward) -> Result<()> {
         use crate::error::Error;
         let RankedForward {
-            docs,
-            spool,
-            mut pairs,
-            sorter,
-            ..
+            docs, spool, pairs, ..
         } = r;
         // The documents from their spool, or from memory.
         let spooled = spool.map(|s| s.finish()).transpose()?;
@@ -786,28 +774,21 @@ impl SegmentBuilder {
             Some(f) => Box::new(f.read()?.map(|p| p.map(|p| (p.a, p.b)))),
             None => Box::new(docs.into_iter().map(Ok)),
         };
-        let sorted: Box<dyn Iterator<Item = Result<DocPair>>> = match sorter {
-            Some(s) => Box::new(s.finish()?),
-            None => {
-                pairs.sort_unstable();
-                Box::new(pairs.into_iter().map(Ok))
-            }
+        let mut grouped = pairs.map(Transposer::finish).transpose()?;
+        let unknown = |doc: u32| {
+            Error::InvalidArgument(format!(
+                "POSTINGS lists doc {doc} that has no FORWARD entry"
+            ))
         };
-        let mut sorted = sorted.peekable();
         self.w.begin_table(segment::FORWARD)?;
         let mut ranks: Vec<u64> = Vec::new();
         for d in docs {
             let (doc, count) = d?;
             ranks.clear();
-            while let Some(p) = sorted.next_if(|p| p.as_ref().map_or(true, |p| p.a <= doc)) {
-                let p = p?;
-                if p.a < doc {
-                    return Err(Error::InvalidArgument(format!(
-                        "POSTINGS lists doc {} that has no FORWARD entry",
-                        p.a
-                    )));
+            if let Some(g) = grouped.as_mut() {
+                if let Some(skipped) = g.take(doc, &mut ranks)? {
+                    return Err(unknown(skipped));
                 }
-                ranks.push(p.b as u64);
             }
             if ranks.len() != count as usize {
                 return Err(Error::InvalidArgument(format!(
@@ -819,11 +800,8 @@ impl SegmentBuilder {
             segment::encode_u64s(&ranks, &mut self.buf);
             self.w.add(doc as u64, &self.buf)?;
         }
-        if let Some(p) = sorted.next() {
-            return Err(Error::InvalidArgument(format!(
-                "POSTINGS lists doc {} that has no FORWARD entry",
-                p?.a
-            )));
+        if let Some(a) = grouped.as_ref().and_then(|g| g.next_a()) {
+            return Err(unknown(a));
         }
         self.w.end_table()
     }
@@ -861,6 +839,60 @@ impl SegmentBuilder {
 
     /// [`SegmentBuilder::postings_from_sorted`] from the records a slice at a time.
     fn postings_from_slices(&mut self, sorted: &mut dyn SortedSlices<KeyDoc>) -> Result<()> {
+        self.postings_on_block_thread(|lists, chunk, hand| {
+            let mut run = Run::default();
+            while let Some(slice) = sorted.next_slice()? {
+                if !lists.add_slice(slice, &mut run, chunk, hand)? {
+                    return Ok(()); // the block thread failed: its error is returned
+                }
+            }
+            if let Some(k) = run.key.filter(|_| !run.ids.is_empty()) {
+                lists.add_list(chunk, k, &run.ids)?;
+                if chunk.full() {
+                    hand(chunk); // if the thread failed, its error is returned
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// POSTINGS and FREQUENT (and FORWARD, in format 3) from the posting lists `produce`
+    /// hands its sink, keys ascending, ids sorted, unique and not empty: the same bytes as
+    /// [`SegmentBuilder::posting_list`] for each, with the blocks (key filters, Elias-Fano
+    /// keys, CRCs and writes) built on a thread of their own as in
+    /// [`SegmentBuilder::postings_from_sorted`]. Compaction's merged lists come this way.
+    /// The sink fails once the block thread has; the thread's error is returned then.
+    pub fn postings_from_lists_fn(
+        &mut self,
+        produce: impl FnOnce(&mut dyn FnMut(u64, &[u32]) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
+        self.postings_on_block_thread(|lists, chunk, hand| {
+            let mut sink = |key: u64, ids: &[u32]| -> Result<()> {
+                lists.add_list(chunk, key, ids)?;
+                if chunk.full() && !hand(chunk) {
+                    return Err(crate::error::Error::InvalidArgument(
+                        "the segment's block thread stopped".into(),
+                    ));
+                }
+                Ok(())
+            };
+            produce(&mut sink)
+        })
+    }
+
+    /// Begins POSTINGS, runs `feed` (which adds lists to the chunk it is given and hands each
+    /// full chunk to the block thread: false when that thread has failed), writes the last
+    /// chunk and ends POSTINGS. The block thread starts with the first full chunk; a feed
+    /// that never fills one writes its lists on this thread. The block thread's error comes
+    /// first: the feed stopped because of it.
+    fn postings_on_block_thread(
+        &mut self,
+        feed: impl FnOnce(
+            &mut ListsSeen,
+            &mut EncodedLists,
+            &mut dyn FnMut(&mut EncodedLists) -> bool,
+        ) -> Result<()>,
+    ) -> Result<()> {
         self.begin_postings()?;
         let Self { w, lists, .. } = self;
         let mut kept = lists.kept.take();
@@ -882,34 +914,7 @@ impl SegmentBuilder {
                 let full = std::mem::replace(chunk, spare);
                 blocks.as_mut().is_some_and(|b| b.send(full))
             };
-            let mut run = Run::default();
-            let mut fed = Ok(());
-            loop {
-                let slice = match sorted.next_slice() {
-                    Ok(Some(slice)) => slice,
-                    Ok(None) => break,
-                    Err(e) => {
-                        fed = Err(e);
-                        break;
-                    }
-                };
-                match lists.add_slice(slice, &mut run, &mut chunk, &mut hand) {
-                    Ok(true) => {}
-                    Ok(false) => break, // the block thread failed: below
-                    Err(e) => {
-                        fed = Err(e);
-                        break;
-                    }
-                }
-            }
-            if fed.is_ok() {
-                if let Some(k) = run.key.filter(|_| !run.ids.is_empty()) {
-                    fed = lists.add_list(&mut chunk, k, &run.ids);
-                    if fed.is_ok() && chunk.full() {
-                        hand(&mut chunk); // if the thread failed, `finish` says why
-                    }
-                }
-            }
+            let fed = feed(lists, &mut chunk, &mut hand);
             // The last chunk, then the thread's result (its error comes first: it stopped
             // taking chunks because of it).
             let written = match blocks {
@@ -1436,14 +1441,24 @@ mod tests {
                     .map(|(d, f)| (*d, f.iter().copied().filter(|&k| k <= last).collect()))
                     .collect();
                 let mut bytes = Vec::new();
-                for way in ["chunks", "lists"] {
+                for way in ["chunks", "lists", "lists_fn"] {
                     let name = format!("v{version}-{nkeys}-{way}");
                     let mut b = SegmentBuilder::create_version(dir.path(), &name, version).unwrap();
                     for (d, f) in &fwd {
                         b.forward(*d, f).unwrap();
                     }
+                    // One posting list per key of `part`, in order.
+                    let lists = || {
+                        part.chunk_by(|x, y| x.key == y.key)
+                            .map(|run| (run[0].key, run.iter().map(|p| p.doc).collect::<Vec<_>>()))
+                    };
                     if way == "chunks" {
                         b.postings_from_sorted(part.iter().map(|p| Ok(*p))).unwrap();
+                    } else if way == "lists_fn" {
+                        b.postings_from_lists_fn(|sink| {
+                            lists().try_for_each(|(key, ids)| sink(key, &ids))
+                        })
+                        .unwrap();
                     } else {
                         b.begin_postings().unwrap();
                         let mut i = 0;
@@ -1466,6 +1481,10 @@ mod tests {
                     bytes.push(std::fs::read(dir.path().join(&name)).unwrap());
                 }
                 assert_eq!(bytes[0], bytes[1], "format {version}, {nkeys} keys");
+                assert_eq!(
+                    bytes[0], bytes[2],
+                    "format {version}, {nkeys} keys, lists_fn"
+                );
                 let seg =
                     Segment::open(dir.path().join(format!("v{version}-{nkeys}-chunks"))).unwrap();
                 assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
@@ -1507,6 +1526,44 @@ mod tests {
                 e.to_string().contains("not greater than the previous key"),
                 "{e}"
             );
+            // The same through `postings_from_lists_fn`: the producer's error, and the block
+            // thread's (keys out of order), which the sink reports to the producer as it stops.
+            let lists = |recs: &[KeyDoc]| {
+                recs.chunk_by(|x, y| x.key == y.key)
+                    .map(|run| (run[0].key, run.iter().map(|p| p.doc).collect::<Vec<_>>()))
+                    .collect::<Vec<_>>()
+            };
+            for (tag, recs, fail_at, want) in [
+                ("p", &pairs, true, "producer"),
+                ("k", &back, false, "not greater than the previous key"),
+            ] {
+                let mut b = SegmentBuilder::create_version(
+                    dir.path(),
+                    &format!("f{tag}-{version}"),
+                    version,
+                )
+                .unwrap();
+                for (d, f) in &docs {
+                    b.forward(*d, f).unwrap();
+                }
+                let all = lists(recs);
+                let e = b
+                    .postings_from_lists_fn(|sink| {
+                        for (i, (key, ids)) in all.iter().enumerate() {
+                            if fail_at && i == all.len() / 2 {
+                                return Err(crate::error::Error::InvalidArgument(
+                                    "producer".into(),
+                                ));
+                            }
+                            sink(*key, ids)?;
+                        }
+                        Ok(())
+                    })
+                    .unwrap_err();
+                assert!(e.to_string().contains(want), "{tag}: {e}");
+                drop(b);
+                assert!(!dir.path().join(format!("f{tag}-{version}")).exists());
+            }
         }
     }
 

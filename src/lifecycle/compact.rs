@@ -346,16 +346,18 @@ fn write_merged(
         Ok(())
     })?;
 
-    w.begin_postings()?;
+    // The merged lists go to the builder's block thread, which builds and writes the blocks
+    // while this thread merges the next keys.
     let (mut ids_buf, mut buf) = (Vec::new(), Vec::new());
-    merge_tables(segs, segment::POSTINGS, |key, values| {
-        live_union(segs, values, dead, &mut ids_buf, || format!("key {key}"))?;
-        if ids_buf.is_empty() {
-            return Ok(()); // every document of this key is deleted
-        }
-        w.posting_list(key, &ids_buf)
+    w.postings_from_lists_fn(|sink| {
+        merge_tables(segs, segment::POSTINGS, |key, values| {
+            live_union(segs, values, dead, &mut ids_buf, || format!("key {key}"))?;
+            if ids_buf.is_empty() {
+                return Ok(()); // every document of this key is deleted
+            }
+            sink(key, &ids_buf)
+        })
     })?;
-    w.end_postings()?;
     for &t in extra_tables {
         let w = w.writer();
         w.begin_table(t)?;

@@ -21,6 +21,7 @@ pub mod prefault;
 mod record;
 mod run;
 mod spool;
+mod transpose;
 
 use std::path::PathBuf;
 
@@ -32,6 +33,7 @@ pub use merge::SortedStream;
 pub use record::{DocHash, DocPair, KeyDoc, ProbeRecord, Record};
 pub use run::remove_stale_runs;
 pub use spool::{Spool, SpoolFile, SpoolReader};
+pub use transpose::{Transposed, Transposer};
 
 /// The default memory budget of sorts and joins: a quarter of physical memory (from
 /// /proc/meminfo), at least 64 MiB; 1 GiB when it cannot be read.
