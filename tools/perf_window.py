@@ -32,7 +32,9 @@ def main():
         for line in f:
             if not line.strip():
                 continue
-            if not line[0].isspace():
+            # A sample's header line; its frames start with a tab (`perf script` pads a
+            # short thread id with spaces, so a header may start with one).
+            if not line.startswith("\t"):
                 parts = line.split()
                 t = float(parts[1].rstrip(":"))
                 t0 = t if t0 is None else t0
