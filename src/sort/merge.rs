@@ -18,7 +18,7 @@ pub(crate) enum Source<R: Record> {
 
 impl<R: Record> Source<R> {
     #[inline]
-    fn next_record(&mut self) -> Result<Option<R>> {
+    pub(crate) fn next_record(&mut self) -> Result<Option<R>> {
         match self {
             Source::Run(c) => c.next_record(),
             Source::Mem(it) => Ok(it.next()),

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 
 use super::cursor::RunCursor;
+use super::merge::Source;
 use super::run::{RunWriter, SpilledRun};
 use super::{DocPair, SortOptions};
 use crate::error::{Error, IoResultExt, Result};
@@ -92,11 +93,6 @@ impl Transposer {
         Ok(())
     }
 
-    /// Records pushed so far that are in memory (not yet handed to a spill).
-    pub fn buffered(&self) -> usize {
-        self.buf.len()
-    }
-
     /// Runs written or being written.
     pub fn runs(&self) -> usize {
         self.runs.len() + usize::from(self.spilling.is_some())
@@ -164,13 +160,21 @@ impl Transposer {
         let mut scratch = std::mem::take(&mut self.scratch);
         sort_by_a(&mut tail, &mut scratch);
         drop(scratch);
-        let mut sources = Vec::with_capacity(self.runs.len() + 1);
-        for run in std::mem::take(&mut self.runs) {
-            let cursor = RunCursor::open(run.file.path())?;
-            sources.push(Source::run(run, cursor)?);
+        let runs = std::mem::take(&mut self.runs);
+        let mut sources = Vec::with_capacity(runs.len() + 1);
+        for run in &runs {
+            sources.push(Source::Run(RunCursor::open(run.file.path())?));
         }
-        sources.push(Source::memory(tail));
-        Ok(Transposed { sources })
+        sources.push(Source::Mem(tail.into_iter()));
+        let heads = sources
+            .iter_mut()
+            .map(Source::next_record)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Transposed {
+            sources,
+            heads,
+            _runs: runs,
+        })
     }
 }
 
@@ -241,51 +245,14 @@ pub(crate) fn sort_by_a(v: &mut Vec<DocPair>, scratch: &mut Vec<DocPair>) {
     }
 }
 
-/// One sorted input of [`Transposed`]: a run (through its cursor) or the last buffer.
-struct Source {
-    head: Option<DocPair>,
-    kind: SourceKind,
-}
-
-enum SourceKind {
-    Run {
-        cursor: RunCursor<DocPair>,
-        /// Keeps the file until the cursor is done with it.
-        _run: SpilledRun,
-    },
-    Memory(std::vec::IntoIter<DocPair>),
-}
-
-impl Source {
-    fn run(run: SpilledRun, mut cursor: RunCursor<DocPair>) -> Result<Source> {
-        let head = cursor.next_record()?;
-        Ok(Source {
-            head,
-            kind: SourceKind::Run { cursor, _run: run },
-        })
-    }
-
-    fn memory(v: Vec<DocPair>) -> Source {
-        let mut it = v.into_iter();
-        Source {
-            head: it.next(),
-            kind: SourceKind::Memory(it),
-        }
-    }
-
-    #[inline]
-    fn advance(&mut self) -> Result<()> {
-        self.head = match &mut self.kind {
-            SourceKind::Run { cursor, .. } => cursor.next_record()?,
-            SourceKind::Memory(it) => it.next(),
-        };
-        Ok(())
-    }
-}
-
 /// The records of a [`Transposer`], read one `a` at a time in ascending `a`.
 pub struct Transposed {
-    sources: Vec<Source>,
+    /// The runs in order, then the last buffer (sorted).
+    sources: Vec<Source<DocPair>>,
+    /// Each source's next record.
+    heads: Vec<Option<DocPair>>,
+    /// Keeps the run files until the cursors are done with them.
+    _runs: Vec<SpilledRun>,
 }
 
 impl Transposed {
@@ -294,8 +261,8 @@ impl Transposed {
     /// caller skipped), None when there was none.
     pub fn take(&mut self, a: u32, out: &mut Vec<u64>) -> Result<Option<u32>> {
         let mut skipped: Option<u32> = None;
-        for s in &mut self.sources {
-            while let Some(p) = s.head {
+        for (s, head) in self.sources.iter_mut().zip(&mut self.heads) {
+            while let Some(p) = *head {
                 if p.a > a {
                     break;
                 }
@@ -304,7 +271,7 @@ impl Transposed {
                 } else {
                     out.push(u64::from(p.b));
                 }
-                s.advance()?;
+                *head = s.next_record()?;
             }
         }
         Ok(skipped)
@@ -312,10 +279,7 @@ impl Transposed {
 
     /// The smallest `a` not taken yet.
     pub fn next_a(&self) -> Option<u32> {
-        self.sources
-            .iter()
-            .filter_map(|s| s.head.map(|p| p.a))
-            .min()
+        self.heads.iter().filter_map(|h| h.map(|p| p.a)).min()
     }
 }
 

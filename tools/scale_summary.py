@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The derived figures of a tools/bench_scale.sh run that BENCHMARKS.md quotes.
+
+    tools/scale_summary.py SCALE.tsv [SCALE.tsv ...]
+
+For each run: cumulative wall and CPU per document (every batch's whole process, merges
+included) at 1, 2, 4, 8 and 10M documents; what c * log2 N anchored at 1M allows at the last
+point; the least-squares fit a + b * log2(N / 1M) of the cumulative wall per document and its
+residuals; the whole run's wall and CPU; and the batches by kind (a batch that ended in a merge
+holds fewer segments after it than before it plus one): wall medians and ranges, and the
+median stage CPU of the batches without a merge.
+"""
+import math
+import re
+import statistics
+import sys
+
+POINTS = (1_000_000, 2_000_000, 4_000_000, 8_000_000, 10_000_000)
+
+
+def rows(path):
+    out = []
+    for line in open(path):
+        f = line.rstrip("\n").split("\t")
+        if not f[0].isdigit():
+            continue
+        cpu = {k: float(v) for k, v in re.findall(r"(\w+):([0-9.]+)", f[15])}
+        out.append({"batch": int(f[0]), "n": int(f[1]), "wall": float(f[2]),
+                    "cpu": float(f[11]), "stages": cpu, "segments": int(f[16])})
+    return out
+
+
+def summary(path):
+    rs = rows(path)
+    print(path)
+    wall = cpu = 0.0
+    pts = []
+    for r in rs:
+        wall += r["wall"]
+        cpu += r["cpu"]
+        if r["n"] in POINTS:
+            pts.append((r["n"], wall / r["n"] * 1e6, cpu / r["n"] * 1e6))
+    print("  cumulative per document (wall / CPU us): " + ", ".join(
+        "%gM %.0f / %.0f" % (n / 1e6, w, c) for n, w, c in pts))
+    if pts and pts[0][0] == POINTS[0]:
+        n, w = pts[-1][0], pts[-1][1]
+        allow = pts[0][1] * math.log2(n) / math.log2(POINTS[0])
+        print("  c*log2 N anchored at 1M allows %.0f us at %gM; took %.0f (%+.0f %%)"
+              % (allow, n / 1e6, w, (w / allow - 1) * 100))
+        xs = [math.log2(n / 1e6) for n, _, _ in pts]
+        ys = [w for _, w, _ in pts]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        a = my - b * mx
+        print("  least squares: %.1f + %.1f * log2(N / 1M) us, residuals %s"
+              % (a, b, ", ".join("%+.1f" % (y - a - b * x) for x, y in zip(xs, ys))))
+    print("  whole run: %.0f s wall, %.0f s CPU" % (wall, cpu))
+    prev = 0
+    kinds = {"no merge": [], "merge": []}
+    for r in rs:
+        kinds["merge" if r["segments"] < prev + 1 else "no merge"].append(r)
+        prev = r["segments"]
+    for k, group in kinds.items():
+        if not group:
+            continue
+        walls = [r["wall"] for r in group]
+        print("  %d batches with %s: wall median %.1f s, %.1f-%.1f s" % (
+            len(group), k, statistics.median(walls), min(walls), max(walls)))
+    quiet = kinds["no merge"]
+    if quiet:
+        print("  stage CPU medians without a merge: " + ", ".join(
+            "%s %.1f s" % (s, statistics.median(r["stages"][s] for r in quiet))
+            for s in ("read", "postings", "matching")))
+
+
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        summary(p)
