@@ -121,7 +121,22 @@ impl ListsSeen {
 
     /// Adds the posting list of `key` to `chunk` and notes it.
     fn add_list(&mut self, chunk: &mut EncodedLists, key: u64, ids: &[u32]) -> Result<()> {
-        segment::encode_postings(ids, &mut chunk.bytes);
+        self.add_list_encoded(chunk, key, ids, None)
+    }
+
+    /// [`ListsSeen::add_list`] with the list's bytes, if given, copied instead of encoded
+    /// (they must be `encode_postings(ids)`'s: compaction passes a list it did not change).
+    fn add_list_encoded(
+        &mut self,
+        chunk: &mut EncodedLists,
+        key: u64,
+        ids: &[u32],
+        encoded: Option<&[u8]>,
+    ) -> Result<()> {
+        match encoded {
+            Some(b) => chunk.bytes.extend_from_slice(b),
+            None => segment::encode_postings(ids, &mut chunk.bytes),
+        }
         chunk.keys.push(key);
         chunk.ends.push(chunk.bytes.len());
         self.note(key, ids)
@@ -861,14 +876,21 @@ impl SegmentBuilder {
     /// [`SegmentBuilder::posting_list`] for each, with the blocks (key filters, Elias-Fano
     /// keys, CRCs and writes) built on a thread of their own as in
     /// [`SegmentBuilder::postings_from_sorted`]. Compaction's merged lists come this way.
-    /// The sink fails once the block thread has; the thread's error is returned then.
+    /// A list may come with its bytes already encoded (`encode_postings(ids)`'s bytes, which
+    /// are then copied: compaction's lists found in one input only). The sink fails once the
+    /// block thread has; the thread's error is returned then.
     pub fn postings_from_lists_fn(
         &mut self,
-        produce: impl FnOnce(&mut dyn FnMut(u64, &[u32]) -> Result<()>) -> Result<()>,
+        produce: impl FnOnce(&mut dyn FnMut(u64, &[u32], Option<&[u8]>) -> Result<()>) -> Result<()>,
     ) -> Result<()> {
         self.postings_on_block_thread(|lists, chunk, hand| {
-            let mut sink = |key: u64, ids: &[u32]| -> Result<()> {
-                lists.add_list(chunk, key, ids)?;
+            let mut sink = |key: u64, ids: &[u32], encoded: Option<&[u8]>| -> Result<()> {
+                debug_assert!(encoded.is_none_or(|b| {
+                    let mut want = Vec::new();
+                    segment::encode_postings(ids, &mut want);
+                    want == b
+                }));
+                lists.add_list_encoded(chunk, key, ids, encoded)?;
                 if chunk.full() && !hand(chunk) {
                     return Err(crate::error::Error::InvalidArgument(
                         "the segment's block thread stopped".into(),
@@ -1455,8 +1477,15 @@ mod tests {
                     if way == "chunks" {
                         b.postings_from_sorted(part.iter().map(|p| Ok(*p))).unwrap();
                     } else if way == "lists_fn" {
+                        // Every other list with its bytes (as compaction passes lists
+                        // it did not change): the same bytes either way.
                         b.postings_from_lists_fn(|sink| {
-                            lists().try_for_each(|(key, ids)| sink(key, &ids))
+                            let mut enc = Vec::new();
+                            lists().enumerate().try_for_each(|(i, (key, ids))| {
+                                enc.clear();
+                                segment::encode_postings(&ids, &mut enc);
+                                sink(key, &ids, (i % 2 == 1).then_some(&enc[..]))
+                            })
                         })
                         .unwrap();
                     } else {
@@ -1555,7 +1584,7 @@ mod tests {
                                     "producer".into(),
                                 ));
                             }
-                            sink(*key, ids)?;
+                            sink(*key, ids, None)?;
                         }
                         Ok(())
                     })

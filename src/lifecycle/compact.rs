@@ -316,6 +316,8 @@ fn write_merged(
 ) -> Result<BuiltSegment> {
     let mut prev: Option<u64> = None;
     let mut features: Vec<u64> = Vec::new();
+    // Each input's range of documents, to tell the inputs no tombstone touches.
+    let mut spans: Vec<Option<(u32, u32)>> = vec![None; segs.len()];
     merge_tables(segs, segment::FORWARD, |doc, values| {
         if values.len() > 1 || prev == Some(doc) {
             return Err(Error::corrupt(
@@ -325,6 +327,8 @@ fn write_merged(
             ));
         }
         prev = Some(doc);
+        let span = &mut spans[values[0].0];
+        *span = Some(span.map_or((doc as u32, doc as u32), |(lo, _)| (lo, doc as u32)));
         if dead.contains(doc as u32) {
             s.deleted_docs_dropped += 1;
         } else {
@@ -346,16 +350,36 @@ fn write_merged(
         Ok(())
     })?;
 
+    // An input is clean when no tombstone falls in its documents' range: its lists are
+    // taken whole, without a lookup per id.
+    let clean: Vec<bool> = spans
+        .iter()
+        .map(|s| s.is_none_or(|(lo, hi)| dead.range_cardinality(lo..=hi) == 0))
+        .collect();
+    // A clean input's list that no other input shares keeps its bytes when the encodings
+    // agree (format 2 on: `encode_postings`), so it is decoded (for format 3's ranks) but not
+    // encoded again.
+    let same_bytes: Vec<bool> = segs
+        .iter()
+        .zip(&clean)
+        .map(|(sg, &c)| c && sg.format_version() >= 2 && w.format_version() >= 2)
+        .collect();
     // The merged lists go to the builder's block thread, which builds and writes the blocks
     // while this thread merges the next keys.
     let (mut ids_buf, mut buf) = (Vec::new(), Vec::new());
     w.postings_from_lists_fn(|sink| {
         merge_tables(segs, segment::POSTINGS, |key, values| {
-            live_union(segs, values, dead, &mut ids_buf, || format!("key {key}"))?;
+            live_union(segs, values, &clean, dead, &mut ids_buf, || {
+                format!("key {key}")
+            })?;
             if ids_buf.is_empty() {
                 return Ok(()); // every document of this key is deleted
             }
-            sink(key, &ids_buf)
+            let encoded = match values {
+                [(i, v)] if same_bytes[*i] => Some(*v),
+                _ => None,
+            };
+            sink(key, &ids_buf, encoded)
         })
     })?;
     for &t in extra_tables {
@@ -370,7 +394,7 @@ fn write_merged(
             })?;
         } else {
             merge_tables(segs, t, |key, values| {
-                live_union(segs, values, dead, &mut ids_buf, || {
+                live_union(segs, values, &clean, dead, &mut ids_buf, || {
                     format!("table {t} key {key}")
                 })?;
                 if !ids_buf.is_empty() {
@@ -387,25 +411,41 @@ fn write_merged(
 }
 
 /// The live documents of one key's posting lists in the merged segments (`values`, by
-/// segment index), sorted, into `ids`; `what` names the key in a decoding error.
+/// segment index), sorted, into `ids`; `what` names the key in a decoding error. The lists of
+/// `clean` inputs are taken without a tombstone lookup per id, and lists that follow one
+/// another in id order (inputs of consecutive document ranges, the usual case) need no sort.
 fn live_union(
     segs: &[&Segment],
     values: &[(usize, &[u8])],
+    clean: &[bool],
     dead: &RoaringBitmap,
     ids: &mut Vec<u32>,
     what: impl Fn() -> String,
 ) -> Result<()> {
     ids.clear();
-    for (i, v) in values {
-        let list = segment::decode_postings(v)
-            .map_err(|e| Error::corrupt(segs[*i].path(), 0, format!("{}: {e}", what())))?;
-        list.for_each(|d| {
-            if !dead.contains(d) {
-                ids.push(d)
+    let mut sorted = true;
+    for &(i, v) in values {
+        let start = ids.len();
+        segment::decode_postings_into(v, ids)
+            .map_err(|e| Error::corrupt(segs[i].path(), 0, format!("{}: {e}", what())))?;
+        if !clean[i] {
+            let mut j = start;
+            for k in start..ids.len() {
+                let d = ids[k];
+                if !dead.contains(d) {
+                    ids[j] = d;
+                    j += 1;
+                }
             }
-        });
+            ids.truncate(j);
+        }
+        if start > 0 && ids.len() > start && ids[start - 1] >= ids[start] {
+            sorted = false;
+        }
     }
-    ids.sort_unstable();
+    if !sorted {
+        ids.sort_unstable();
+    }
     Ok(())
 }
 
@@ -415,47 +455,77 @@ fn doc_keyed(table: u32) -> bool {
 }
 
 /// K-way merge of table `table` of `segs` in key order: `f(key, [(segment index, value)])`
-/// once per distinct key, with the values of every segment holding it.
+/// once per distinct key, with the values of every segment holding it (by segment index).
 fn merge_tables<'a>(
     segs: &[&'a Segment],
     table: u32,
+    f: impl FnMut(u64, &[(usize, &'a [u8])]) -> Result<()>,
+) -> Result<()> {
+    if segs.len() > SCAN_INPUTS {
+        return merge_entries(segs.iter().map(|s| s.iter(table)).collect(), f);
+    }
+    // Each input's blocks checked and decoded by a thread of its own, ahead of the merge.
+    std::thread::scope(|scope| {
+        merge_entries(segs.iter().map(|s| s.iter_ahead(table, scope)).collect(), f)
+    })
+}
+
+/// [`merge_tables`] of the inputs' entries `iters`.
+fn merge_entries<'a>(
+    mut iters: Vec<Entries<'a>>,
     mut f: impl FnMut(u64, &[(usize, &'a [u8])]) -> Result<()>,
 ) -> Result<()> {
-    let mut iters: Vec<Entries<'a>> = segs.iter().map(|s| s.iter(table)).collect();
-    let mut heads: Vec<Option<&'a [u8]>> = vec![None; segs.len()];
-    let mut heap = BinaryHeap::new();
-    for (i, it) in iters.iter_mut().enumerate() {
-        if let Some(item) = it.next() {
-            let (k, v) = item?;
-            heads[i] = Some(v);
-            heap.push(Reverse((k, i)));
-        }
-    }
+    let mut heads: Vec<Option<(u64, &'a [u8])>> = iters
+        .iter_mut()
+        .map(|it| it.next().transpose())
+        .collect::<Result<_>>()?;
     let mut group: Vec<(usize, &'a [u8])> = Vec::new();
-    while let Some(Reverse((key, i))) = heap.pop() {
-        group.clear();
-        let mut take = |i: usize, heap: &mut BinaryHeap<Reverse<(u64, usize)>>| -> Result<()> {
-            // `heads[i]` is set whenever `i` is in the heap.
-            group.push((i, heads[i].take().expect("head of a queued segment")));
-            if let Some(item) = iters[i].next() {
-                let (k, v) = item?;
-                heads[i] = Some(v);
-                heap.push(Reverse((k, i)));
+    if iters.len() <= SCAN_INPUTS {
+        // A merge takes a few segments (the policy's fan-in): a scan of the heads finds the
+        // smallest key in fewer steps than a heap.
+        while let Some(key) = heads.iter().flatten().map(|h| h.0).min() {
+            group.clear();
+            for (i, head) in heads.iter_mut().enumerate() {
+                if let Some((k, v)) = *head {
+                    if k == key {
+                        group.push((i, v));
+                        *head = iters[i].next().transpose()?;
+                    }
+                }
             }
-            Ok(())
-        };
-        take(i, &mut heap)?;
-        while let Some(&Reverse((k, j))) = heap.peek() {
+            f(key, &group)?;
+        }
+        return Ok(());
+    }
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = heads
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.map(|(k, _)| Reverse((k, i))))
+        .collect();
+    while let Some(&Reverse((key, _))) = heap.peek() {
+        group.clear();
+        while let Some(&Reverse((k, i))) = heap.peek() {
             if k != key {
                 break;
             }
             heap.pop();
-            take(j, &mut heap)?;
+            // `heads[i]` is set whenever `i` is in the heap.
+            let (_, v) = heads[i].take().expect("head of a queued segment");
+            group.push((i, v));
+            if let Some((k, v)) = iters[i].next().transpose()? {
+                heads[i] = Some((k, v));
+                heap.push(Reverse((k, i)));
+            }
         }
+        // The heap gives equal keys in segment order: `group` is by segment index.
         f(key, &group)?;
     }
     Ok(())
 }
+
+/// Inputs up to which [`merge_tables`] scans the heads for the smallest key instead of
+/// keeping a heap.
+const SCAN_INPUTS: usize = 8;
 
 /// Tombstones that some live segment still holds (what compaction would drop).
 pub fn held_tombstones(index: &Index) -> Result<RoaringBitmap> {

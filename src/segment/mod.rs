@@ -37,8 +37,8 @@ use serde::{Deserialize, Serialize};
 
 pub use format::{FORMAT_VERSION, MIN_FORMAT_VERSION};
 pub use postings::{
-    decode_postings, encode_bitmap, encode_one_posting, encode_postings, encode_postings_v1,
-    PostingIter, PostingList, RAW_MAX, TAG_RAW, TAG_ROARING,
+    decode_postings, decode_postings_into, encode_bitmap, encode_one_posting, encode_postings,
+    encode_postings_v1, PostingIter, PostingList, RAW_MAX, TAG_RAW, TAG_ROARING,
 };
 pub use reader::{
     coarse_key, coarse_overlap, key_cache_share, key_cache_usage, set_key_cache_budget, Entries,

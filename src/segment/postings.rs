@@ -244,26 +244,53 @@ pub fn decode_postings(bytes: &[u8]) -> Result<PostingList<'_>> {
         }
         Some((&first, _)) if first & DELTA_MARK == DELTA_MARK => {
             let mut len = 0usize;
-            let mut prev: Option<u64> = None;
-            let mut at = 0;
-            while at < bytes.len() {
-                let (v, k) = read_varint(&bytes[at..])
-                    .ok_or_else(|| bad_value(at, "bad varint in posting list"))?;
-                let id = match prev {
-                    None => v >> 2,
-                    Some(p) => p + v + 1,
-                };
-                if id > u32::MAX as u64 {
-                    return Err(bad_value(at, "posting id passes 2^32"));
-                }
-                prev = Some(id);
-                len += 1;
-                at += k;
-            }
+            delta_walk(bytes, |_| len += 1)?;
             Ok(PostingList(Repr::Delta(bytes, len)))
         }
         Some((tag, _)) => Err(bad_value(0, format!("unknown posting-list tag {tag:#04x}"))),
     }
+}
+
+/// Appends the ids of a posting-list value to `out`, in increasing order: what
+/// `decode_postings(bytes)?.for_each(|id| out.push(id))` does, with the delta form (most
+/// lists) checked and decoded in one pass instead of two. The same checks and errors; on an
+/// error `out` may hold some of the ids.
+pub fn decode_postings_into(bytes: &[u8], out: &mut Vec<u32>) -> Result<()> {
+    match bytes.first() {
+        Some(&first) if first & DELTA_MARK == DELTA_MARK => {
+            delta_walk(bytes, |id| out.push(id as u32))
+        }
+        _ => {
+            decode_postings(bytes)?.for_each(|id| out.push(id));
+            Ok(())
+        }
+    }
+}
+
+/// Walks a delta-form value (`bytes` starts with a delta-marked byte), calling `f` on each id
+/// (below 2^32) in order; an error at the first bad varint or id past 2^32.
+#[inline]
+fn delta_walk(bytes: &[u8], mut f: impl FnMut(u64)) -> Result<()> {
+    let mut prev: Option<u64> = None;
+    let mut at = 0;
+    while at < bytes.len() {
+        let (v, k) = match bytes[at] {
+            b if b < 0x80 => (b as u64, 1),
+            _ => read_varint(&bytes[at..])
+                .ok_or_else(|| bad_value(at, "bad varint in posting list"))?,
+        };
+        let id = match prev {
+            None => v >> 2,
+            Some(p) => p + v + 1,
+        };
+        if id > u32::MAX as u64 {
+            return Err(bad_value(at, "posting id passes 2^32"));
+        }
+        f(id);
+        prev = Some(id);
+        at += k;
+    }
+    Ok(())
 }
 
 /// Iterator over the ids of a delta-form value (already validated by `decode_postings`).
@@ -503,6 +530,9 @@ mod tests {
                 ids.dedup();
                 let b = enc2(&ids);
                 let list = decode_postings(&b).unwrap();
+                let mut into = vec![7];
+                decode_postings_into(&b, &mut into).unwrap();
+                assert_eq!(into[1..], ids[..], "decode_postings_into appends the ids");
                 assert_eq!(list.len(), ids.len());
                 assert_eq!(list.to_vec(), ids);
                 assert_eq!(list.iter().count(), ids.len());
@@ -540,6 +570,13 @@ mod tests {
             for x in [0x01u8, 0x80, 0xff] {
                 let mut b = good.clone();
                 b[i] ^= x;
+                // The one-pass decode accepts and rejects exactly what the other does.
+                let mut into = Vec::new();
+                match (decode_postings(&b), decode_postings_into(&b, &mut into)) {
+                    (Ok(list), Ok(())) => assert_eq!(list.to_vec(), into),
+                    (Err(e), Err(f)) => assert_eq!(e.to_string(), f.to_string()),
+                    (d, e) => panic!("byte {i}: {d:?} against {e:?}"),
+                }
                 if let Ok(list) = decode_postings(&b) {
                     let v = list.to_vec();
                     assert!(v.windows(2).all(|w| w[0] < w[1]));
@@ -639,6 +676,13 @@ mod tests {
             for x in [0x01u8, 0x80, 0xff] {
                 let mut b = good.clone();
                 b[i] ^= x;
+                // The one-pass decode accepts and rejects exactly what the other does.
+                let mut into = Vec::new();
+                match (decode_postings(&b), decode_postings_into(&b, &mut into)) {
+                    (Ok(list), Ok(())) => assert_eq!(list.to_vec(), into),
+                    (Err(e), Err(f)) => assert_eq!(e.to_string(), f.to_string()),
+                    (d, e) => panic!("byte {i}: {d:?} against {e:?}"),
+                }
                 if let Ok(list) = decode_postings(&b) {
                     let v = list.to_vec();
                     assert!(v.windows(2).all(|w| w[0] < w[1]));

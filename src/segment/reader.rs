@@ -1746,7 +1746,45 @@ impl Segment {
             released: 0,
             keys: Vec::new(),
             ends: Vec::new(),
+            ahead: None,
         }
+    }
+
+    /// [`Segment::iter`] of a table read whole once (compaction's merges), its blocks checked
+    /// and decoded by a thread of `scope` ahead of the scan: the blocks' crc checks (the first
+    /// touch of their pages), structure checks and key decodes leave the scanning thread. The
+    /// same entries and errors as `iter`: a block the thread could not check is checked by the
+    /// scan, which reports its error; the thread stops when the scan is dropped.
+    pub fn iter_ahead<'scope, 'env>(
+        &'env self,
+        table: u32,
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+    ) -> Entries<'env> {
+        let mut e = self.iter(table);
+        let Some(t) = e.table.filter(|_| self.version >= 2) else {
+            return e;
+        };
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Decoded>(AHEAD_BLOCKS);
+        let (back, spare) = std::sync::mpsc::channel::<(Vec<u64>, Vec<u64>)>();
+        let from = e.block;
+        let spawned = std::thread::Builder::new()
+            .name("ndd-scan-ahead".into())
+            .spawn_scoped(scope, move || {
+                for bi in from..t.blocks.len() {
+                    let Ok(BlockView::V2(v2)) = self.block(t, bi) else {
+                        return; // the scan checks this block itself and reports it
+                    };
+                    let (mut keys, mut ends) = spare.try_recv().unwrap_or_default();
+                    v2.decode_all(&mut keys, &mut ends);
+                    if tx.send((bi, keys, ends)).is_err() {
+                        return; // the scan is over
+                    }
+                }
+            });
+        if spawned.is_ok() {
+            e.ahead = Some(Ahead { rx, back });
+        }
+        e
     }
 
     pub(super) fn table(&self, id: u32) -> Option<&Table> {
@@ -1914,6 +1952,38 @@ pub struct Entries<'a> {
     /// sequential pass instead of a select per entry); empty for version-1 blocks.
     keys: Vec<u64>,
     ends: Vec<u64>,
+    /// [`Segment::iter_ahead`]: the blocks decoded by a thread ahead of the scan.
+    ahead: Option<Ahead>,
+}
+
+/// A block checked and decoded ahead of a scan: its index, keys and value ends.
+type Decoded = (usize, Vec<u64>, Vec<u64>);
+
+/// Blocks a scan-ahead thread decodes before the scan takes them.
+const AHEAD_BLOCKS: usize = 8;
+
+/// The scan's end of a scan-ahead thread: decoded blocks in, emptied vectors back.
+struct Ahead {
+    rx: std::sync::mpsc::Receiver<Decoded>,
+    back: std::sync::mpsc::Sender<(Vec<u64>, Vec<u64>)>,
+}
+
+impl Ahead {
+    /// Block `bi`'s keys and ends into `keys` and `ends` (their old contents go back to the
+    /// thread), if the thread decoded it; false if it stopped before.
+    fn take(&mut self, bi: usize, keys: &mut Vec<u64>, ends: &mut Vec<u64>) -> bool {
+        while let Ok((b, k, e)) = self.rx.recv() {
+            if b == bi {
+                let old = (std::mem::replace(keys, k), std::mem::replace(ends, e));
+                let _ = self.back.send(old);
+                return true;
+            }
+            if b > bi {
+                break;
+            }
+        }
+        false
+    }
 }
 
 impl<'a> Iterator for Entries<'a> {
@@ -1967,10 +2037,19 @@ impl<'a> Iterator for Entries<'a> {
                     return None;
                 }
             }
+            // A block the scan-ahead thread decoded was checked by it (so `block` only parses
+            // it); one it did not is checked and decoded here.
+            let taken = self
+                .ahead
+                .as_mut()
+                .is_some_and(|a| a.take(self.block, &mut self.keys, &mut self.ends));
             match self.seg.block(t, self.block) {
                 Ok(view) => {
                     if let BlockView::V2(v2) = &view {
-                        v2.decode_all(&mut self.keys, &mut self.ends);
+                        if !taken {
+                            self.ahead = None;
+                            v2.decode_all(&mut self.keys, &mut self.ends);
+                        }
                         self.pos = self.keys.partition_point(|&k| k < self.lo);
                     } else {
                         self.keys.clear();

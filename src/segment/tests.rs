@@ -1662,3 +1662,56 @@ fn add_many_equals_add_one_by_one() {
         assert!(seg.verify().is_ok(), "{:?}", seg.verify().problems);
     }
 }
+
+/// Every table's entries through `iter`, up to and including the first error (as text).
+fn scan(entries: Entries<'_>) -> Vec<std::result::Result<(u64, Vec<u8>), String>> {
+    let mut out = Vec::new();
+    for e in entries {
+        let stop = e.is_err();
+        out.push(e.map(|(k, v)| (k, v.to_vec())).map_err(|e| e.to_string()));
+        if stop {
+            break;
+        }
+    }
+    out
+}
+
+#[test]
+fn scans_ahead_equal_plain_scans_whole_and_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = flip_sample();
+    write(dir.path(), "orig", &tables, 64);
+    let good = std::fs::read(dir.path().join("orig")).unwrap();
+    let seg = Segment::open(dir.path().join("orig")).unwrap();
+    assert!(seg.table_meta(POSTINGS).unwrap().blocks > 2);
+    for &t in tables.keys() {
+        let plain = scan(seg.iter(t));
+        assert_eq!(plain.len(), tables[&t].len());
+        // Fresh scans ahead, and one left early (its thread must stop).
+        std::thread::scope(|s| {
+            assert_eq!(scan(seg.iter_ahead(t, s)), plain);
+            let mut early = seg.iter_ahead(t, s);
+            let first = plain.first().map(|e| e.clone().unwrap().0);
+            assert_eq!(early.next().map(|e| e.unwrap().0), first);
+        });
+    }
+    // A damaged block: the scan ahead yields what the plain scan of a fresh open yields,
+    // entries before the damage, then the same error.
+    let path = dir.path().join("flipped");
+    let mut checked = 0;
+    for i in (16..good.len()).step_by(7) {
+        let mut bad = good.clone();
+        bad[i] ^= 0x10;
+        std::fs::write(&path, &bad).unwrap();
+        let Ok(seg) = Segment::open(&path) else {
+            continue;
+        };
+        for &t in tables.keys() {
+            let plain = scan(Segment::open(&path).unwrap().iter(t));
+            let ahead = std::thread::scope(|s| scan(seg.iter_ahead(t, s)));
+            assert_eq!(ahead, plain, "byte {i}, table {t}");
+            checked += plain.iter().any(|e| e.is_err()) as usize;
+        }
+    }
+    assert!(checked > 10, "{checked} damaged scans");
+}

@@ -93,6 +93,34 @@ impl<R: Record> RunCursor<R> {
         Ok(Some(r))
     }
 
+    /// The records left in the block the cursor is in, encoded (whole records; the block's
+    /// crc was checked when the cursor entered it). A caller that reads some of them hands
+    /// them back with [`RunCursor::consume`].
+    #[inline]
+    pub(crate) fn in_block(&self) -> &[u8] {
+        &self.map[self.pos..self.end]
+    }
+
+    /// Consumes the next `n` records of [`RunCursor::in_block`], the last of which is `last`,
+    /// after the caller checked that they do not descend (from the last record returned on).
+    #[inline]
+    pub(crate) fn consume(&mut self, n: usize, last: R) {
+        debug_assert!(n * R::SIZE <= self.end - self.pos);
+        self.pos += n * R::SIZE;
+        self.last = Some(last);
+    }
+
+    /// The error for record `i` of [`RunCursor::in_block`] found out of order; the cursor
+    /// returns nothing more.
+    pub(crate) fn out_of_order(&mut self, i: usize) -> Error {
+        self.failed = true;
+        Error::corrupt(
+            &self.path,
+            (self.pos + i * R::SIZE) as u64,
+            "records out of order",
+        )
+    }
+
     /// Moves to the next block, verifying it against its index entry and its crc.
     #[cold]
     fn enter_next_block(&mut self) -> Result<bool> {

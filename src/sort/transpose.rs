@@ -270,6 +270,9 @@ impl Transposed {
                     skipped = Some(skipped.map_or(p.a, |x| x.min(p.a)));
                 } else {
                     out.push(u64::from(p.b));
+                    if let Source::Run(c) = s {
+                        take_in_block(c, p, out)?;
+                    }
                 }
                 *head = s.next_record()?;
             }
@@ -281,6 +284,33 @@ impl Transposed {
     pub fn next_a(&self) -> Option<u32> {
         self.heads.iter().filter_map(|h| h.map(|p| p.a)).min()
     }
+}
+
+/// The records of `c`'s current block that follow `p` with the same `a`, their `b`s appended
+/// to `out`: a document's ranks in a run lie together, and are taken here as one slice
+/// instead of one `next_record` each (the order check kept: `b` must not descend).
+#[inline]
+fn take_in_block(c: &mut RunCursor<DocPair>, p: DocPair, out: &mut Vec<u64>) -> Result<()> {
+    let (records, _) = c.in_block().as_chunks::<8>();
+    let mut last = p;
+    let mut n = 0;
+    for r in records {
+        let q = DocPair {
+            a: u32::from_le_bytes([r[0], r[1], r[2], r[3]]),
+            b: u32::from_le_bytes([r[4], r[5], r[6], r[7]]),
+        };
+        if q.a != p.a {
+            break;
+        }
+        if q.b < last.b {
+            return Err(c.out_of_order(n));
+        }
+        out.push(u64::from(q.b));
+        last = q;
+        n += 1;
+    }
+    c.consume(n, last);
+    Ok(())
 }
 
 #[cfg(test)]
