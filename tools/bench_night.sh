@@ -2,7 +2,10 @@
 # One nightly batch as users meet it (BENCHMARKS.md, "Scaling: 10M documents again"): the batch
 # WARC ingested into a copy of the index SRC (tools/index_copy.sh: SRC is not changed), the page
 # cache dropped first unless MODE is "warm", `--mem 512MiB --max-segment 1GiB` (no merge after
-# the batch: the night's own work). Needs root for drop_caches.
+# the batch: the night's own work). MERGE=1 leaves `--max-segment` at its default, so a night
+# whose batch completes a merge level (e.g. the one before batch 4: 3 x 250k) runs the merge
+# too, in the same process, as bench_scale.sh's batches do; its segment sha256 is then the
+# merged segment's. Needs root for drop_caches.
 #
 #   tools/bench_night.sh TAG BIN SRC WARC [cold|warm]  >> nights.tsv
 #
@@ -22,8 +25,9 @@ copy_index "$SRC" "$R"
 before=$(ls "$R/segments" | sort)
 if [ "$MODE" != warm ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
 start=$(date -u +%H:%M:%S); load=$(cut -d' ' -f1 /proc/loadavg)
+LIMIT=(--max-segment 1GiB); [ "${MERGE:-0}" = 1 ] && LIMIT=()
 /usr/bin/time -f "%e %U %S %F" -o "$W.time" "$BIN" ingest --quiet --json --mem 512MiB \
-  --max-segment 1GiB --report "$W.report" --index "$R" "$WARC" > "$W.json"
+  "${LIMIT[@]}" --report "$W.report" --index "$R" "$WARC" > "$W.json"
 new=$(comm -13 <(echo "$before") <(ls "$R/segments" | sort) | grep '\.ndds$' | head -1)
 sha=$(sha256sum "$R/segments/$new" | cut -c1-8); md5=$(sort "$W.report" | md5sum | cut -c1-8)
 python3 - "$W.json" "$TAG" "$MODE" "$start" "$load-$(cut -d' ' -f1 /proc/loadavg)" \

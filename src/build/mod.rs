@@ -796,28 +796,34 @@ impl SegmentBuilder {
             ))
         };
         self.w.begin_table(segment::FORWARD)?;
+        // This thread gathers and encodes each document's ranks; the blocks are built on a
+        // thread of their own.
         let mut ranks: Vec<u64> = Vec::new();
-        for d in docs {
-            let (doc, count) = d?;
-            ranks.clear();
-            if let Some(g) = grouped.as_mut() {
-                if let Some(skipped) = g.take(doc, &mut ranks)? {
-                    return Err(unknown(skipped));
+        let mut value: Vec<u8> = Vec::new();
+        entries_on_block_thread(&mut self.w, |sink| {
+            for d in docs {
+                let (doc, count) = d?;
+                ranks.clear();
+                if let Some(g) = grouped.as_mut() {
+                    if let Some(skipped) = g.take(doc, &mut ranks)? {
+                        return Err(unknown(skipped));
+                    }
                 }
+                if ranks.len() != count as usize {
+                    return Err(Error::InvalidArgument(format!(
+                        "doc {doc}: {count} features, but POSTINGS lists it under {} keys",
+                        ranks.len()
+                    )));
+                }
+                value.clear();
+                segment::encode_u64s(&ranks, &mut value);
+                sink(doc as u64, &value)?;
             }
-            if ranks.len() != count as usize {
-                return Err(Error::InvalidArgument(format!(
-                    "doc {doc}: {count} features, but POSTINGS lists it under {} keys",
-                    ranks.len()
-                )));
+            if let Some(a) = grouped.as_ref().and_then(|g| g.next_a()) {
+                return Err(unknown(a));
             }
-            self.buf.clear();
-            segment::encode_u64s(&ranks, &mut self.buf);
-            self.w.add(doc as u64, &self.buf)?;
-        }
-        if let Some(a) = grouped.as_ref().and_then(|g| g.next_a()) {
-            return Err(unknown(a));
-        }
+            Ok(())
+        })?;
         self.w.end_table()
     }
 
@@ -900,6 +906,22 @@ impl SegmentBuilder {
             };
             produce(&mut sink)
         })
+    }
+
+    /// Writes table `table` (after the ones written so far) from the entries `produce` hands
+    /// its sink, keys ascending: the same bytes as `begin_table`, an `add` per entry and
+    /// `end_table` on the writer, with the blocks (Elias-Fano keys and value ends, CRCs,
+    /// writes) built on a thread of their own while `produce` makes the next entries.
+    /// Compaction's other tables come this way. The sink fails once the block thread has;
+    /// the thread's error is returned then.
+    pub fn table_from_entries_fn(
+        &mut self,
+        table: u32,
+        produce: impl FnOnce(&mut dyn FnMut(u64, &[u8]) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
+        self.w.begin_table(table)?;
+        entries_on_block_thread(&mut self.w, produce)?;
+        self.w.end_table()
     }
 
     /// Begins POSTINGS, runs `feed` (which adds lists to the chunk it is given and hands each
@@ -1149,6 +1171,48 @@ impl EncodedLists {
         self.ends.clear();
         self.bytes.clear();
     }
+}
+
+/// Adds to `w`'s open table the entries `produce` hands its sink (keys ascending), in chunks
+/// a [`BlockThread`] adds (started by the first full chunk: a table that never fills one is
+/// written on this thread). The block thread's error comes first: the producer stopped
+/// because of it.
+fn entries_on_block_thread(
+    w: &mut SegmentWriter,
+    produce: impl FnOnce(&mut dyn FnMut(u64, &[u8]) -> Result<()>) -> Result<()>,
+) -> Result<()> {
+    std::thread::scope(|s| -> Result<()> {
+        let mut chunk = EncodedLists::default();
+        let mut blocks: Option<BlockThread<'_>> = None;
+        let mut w = Some(w);
+        let mut sink = |key: u64, value: &[u8]| -> Result<()> {
+            chunk.bytes.extend_from_slice(value);
+            chunk.keys.push(key);
+            chunk.ends.push(chunk.bytes.len());
+            if chunk.full() {
+                if let Some(w) = w.take() {
+                    blocks = Some(BlockThread::start(s, w, None));
+                }
+                let sent = blocks.as_mut().is_some_and(|b| {
+                    let spare = b.spare();
+                    b.send(std::mem::replace(&mut chunk, spare))
+                });
+                if !sent {
+                    return Err(crate::error::Error::InvalidArgument(
+                        "the segment's block thread stopped".into(),
+                    ));
+                }
+            }
+            Ok(())
+        };
+        let fed = produce(&mut sink);
+        let written = match (blocks, w) {
+            (Some(b), _) => b.finish(fed.is_ok().then_some(chunk)),
+            (None, Some(w)) if fed.is_ok() => chunk.add_to(w, None),
+            _ => Ok(()),
+        };
+        written.and(fed)
+    })
 }
 
 /// The thread that adds chunks of encoded posting lists to the segment writer (builds and
@@ -1443,6 +1507,54 @@ mod tests {
     /// chunks of `CHUNK_LISTS` lists) give the bytes of `posting_list` on one thread, in
     /// formats 2 and 3, for fewer lists than a chunk (no thread), exactly one chunk, and many;
     /// the stream's error and the writer's error both come back.
+    #[test]
+    fn tables_from_entries_equal_entries_added_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let value = |k: u64| vec![k as u8; (k % 7) as usize];
+        let table = 40;
+        // Fewer entries than a chunk (written on the calling thread), one chunk, several.
+        for n in [3u64, CHUNK_LISTS as u64, 10 * CHUNK_LISTS as u64 + 5] {
+            let keys: Vec<u64> = (0..n).map(|i| i * i + 3).collect();
+            let mut b = SegmentBuilder::create_version(dir.path(), &format!("add-{n}"), 3).unwrap();
+            let w = b.writer();
+            w.begin_table(table).unwrap();
+            for &k in &keys {
+                w.add(k, &value(k)).unwrap();
+            }
+            w.end_table().unwrap();
+            b.finish().unwrap().keep();
+            let mut b = SegmentBuilder::create_version(dir.path(), &format!("fn-{n}"), 3).unwrap();
+            b.table_from_entries_fn(table, |sink| {
+                keys.iter().try_for_each(|&k| sink(k, &value(k)))
+            })
+            .unwrap();
+            b.finish().unwrap().keep();
+            let read = |name: String| std::fs::read(dir.path().join(name)).unwrap();
+            assert_eq!(read(format!("add-{n}")), read(format!("fn-{n}")), "{n} entries");
+        }
+        // The producer's error, and the block thread's (keys out of order, after a first full
+        // chunk), which the sink reports to the producer as it stops; no file is left.
+        for (tag, want) in [("p", "producer"), ("k", "not greater than the previous key")] {
+            let name = format!("bad-{tag}");
+            let mut b = SegmentBuilder::create_version(dir.path(), &name, 3).unwrap();
+            let e = b
+                .table_from_entries_fn(table, |sink| {
+                    for i in 0..4 * CHUNK_LISTS as u64 {
+                        if tag == "p" && i == 2 * CHUNK_LISTS as u64 {
+                            return Err(crate::error::Error::InvalidArgument("producer".into()));
+                        }
+                        let k = if tag == "k" && i == CHUNK_LISTS as u64 + 1 { 0 } else { i + 1 };
+                        sink(k, b"v")?;
+                    }
+                    Ok(())
+                })
+                .unwrap_err();
+            assert!(e.to_string().contains(want), "{tag}: {e}");
+            drop(b);
+            assert!(!dir.path().join(&name).exists());
+        }
+    }
+
     #[test]
     fn postings_in_chunks_equal_lists_added_one_by_one() {
         let dir = tempfile::tempdir().unwrap();

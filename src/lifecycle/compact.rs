@@ -382,30 +382,30 @@ fn write_merged(
             sink(key, &ids_buf, encoded)
         })
     })?;
+    // The other tables' blocks are built on the builder's block thread too.
     for &t in extra_tables {
-        let w = w.writer();
-        w.begin_table(t)?;
-        if doc_keyed(t) {
-            merge_tables(segs, t, |doc, values| {
-                if !dead.contains(doc as u32) {
-                    w.add(doc, values[0].1)?;
-                }
-                Ok(())
-            })?;
-        } else {
-            merge_tables(segs, t, |key, values| {
-                live_union(segs, values, &clean, dead, &mut ids_buf, || {
-                    format!("table {t} key {key}")
-                })?;
-                if !ids_buf.is_empty() {
-                    buf.clear();
-                    segment::encode_postings(&ids_buf, &mut buf);
-                    w.add(key, &buf)?;
-                }
-                Ok(())
-            })?;
-        }
-        w.end_table()?;
+        w.table_from_entries_fn(t, |sink| {
+            if doc_keyed(t) {
+                merge_tables(segs, t, |doc, values| {
+                    if !dead.contains(doc as u32) {
+                        sink(doc, values[0].1)?;
+                    }
+                    Ok(())
+                })
+            } else {
+                merge_tables(segs, t, |key, values| {
+                    live_union(segs, values, &clean, dead, &mut ids_buf, || {
+                        format!("table {t} key {key}")
+                    })?;
+                    if !ids_buf.is_empty() {
+                        buf.clear();
+                        segment::encode_postings(&ids_buf, &mut buf);
+                        sink(key, &buf)?;
+                    }
+                    Ok(())
+                })
+            }
+        })?;
     }
     w.finish()
 }
