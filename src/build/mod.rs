@@ -1530,11 +1530,18 @@ mod tests {
             .unwrap();
             b.finish().unwrap().keep();
             let read = |name: String| std::fs::read(dir.path().join(name)).unwrap();
-            assert_eq!(read(format!("add-{n}")), read(format!("fn-{n}")), "{n} entries");
+            assert_eq!(
+                read(format!("add-{n}")),
+                read(format!("fn-{n}")),
+                "{n} entries"
+            );
         }
         // The producer's error, and the block thread's (keys out of order, after a first full
         // chunk), which the sink reports to the producer as it stops; no file is left.
-        for (tag, want) in [("p", "producer"), ("k", "not greater than the previous key")] {
+        for (tag, want) in [
+            ("p", "producer"),
+            ("k", "not greater than the previous key"),
+        ] {
             let name = format!("bad-{tag}");
             let mut b = SegmentBuilder::create_version(dir.path(), &name, 3).unwrap();
             let e = b
@@ -1543,7 +1550,11 @@ mod tests {
                         if tag == "p" && i == 2 * CHUNK_LISTS as u64 {
                             return Err(crate::error::Error::InvalidArgument("producer".into()));
                         }
-                        let k = if tag == "k" && i == CHUNK_LISTS as u64 + 1 { 0 } else { i + 1 };
+                        let k = if tag == "k" && i == CHUNK_LISTS as u64 + 1 {
+                            0
+                        } else {
+                            i + 1
+                        };
                         sink(k, b"v")?;
                     }
                     Ok(())
