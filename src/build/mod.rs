@@ -940,39 +940,7 @@ impl SegmentBuilder {
         self.begin_postings()?;
         let Self { w, lists, .. } = self;
         let mut kept = lists.kept.take();
-        std::thread::scope(|s| -> Result<()> {
-            let mut kept = kept.as_mut();
-            let mut chunk = EncodedLists::default();
-            let mut blocks: Option<BlockThread<'_>> = None;
-            let mut w = Some(w);
-            // Hands a full chunk to the block thread (started by the first one) and puts a
-            // spare one in its place; false when the thread has failed.
-            let mut hand = |chunk: &mut EncodedLists| -> bool {
-                if blocks.is_none() {
-                    match w.take() {
-                        Some(w) => blocks = Some(BlockThread::start(s, w, kept.take())),
-                        None => return false,
-                    }
-                }
-                let spare = blocks.as_mut().map(|b| b.spare()).unwrap_or_default();
-                let full = std::mem::replace(chunk, spare);
-                blocks.as_mut().is_some_and(|b| b.send(full))
-            };
-            let fed = feed(lists, &mut chunk, &mut hand);
-            // The last chunk, then the thread's result (its error comes first: it stopped
-            // taking chunks because of it).
-            let written = match blocks {
-                Some(b) => {
-                    let last = fed.is_ok().then_some(chunk);
-                    b.finish(last)
-                }
-                None => match (&fed, w) {
-                    (Ok(()), Some(w)) => chunk.add_to(w, kept),
-                    _ => Ok(()),
-                },
-            };
-            written.and(fed)
-        })?;
+        on_block_thread(w, kept.as_mut(), |chunk, hand| feed(lists, chunk, hand))?;
         lists.kept = kept;
         self.end_postings()
     }
@@ -1173,45 +1141,66 @@ impl EncodedLists {
     }
 }
 
-/// Adds to `w`'s open table the entries `produce` hands its sink (keys ascending), in chunks
-/// a [`BlockThread`] adds (started by the first full chunk: a table that never fills one is
-/// written on this thread). The block thread's error comes first: the producer stopped
-/// because of it.
+/// Runs `feed` (which adds entries to the chunk it is given and hands each full chunk to the
+/// block thread: false when that thread has failed), then adds the last chunk to `w`'s open
+/// table (and its keys to `kept`). The [`BlockThread`] starts with the first full chunk; a
+/// feed that never fills one is written on this thread. The block thread's error comes
+/// first: the feed stopped because of it.
+fn on_block_thread(
+    w: &mut SegmentWriter,
+    kept: Option<&mut Bounded>,
+    feed: impl FnOnce(&mut EncodedLists, &mut dyn FnMut(&mut EncodedLists) -> bool) -> Result<()>,
+) -> Result<()> {
+    std::thread::scope(|s| -> Result<()> {
+        let mut kept = kept;
+        let mut chunk = EncodedLists::default();
+        let mut blocks: Option<BlockThread<'_>> = None;
+        let mut w = Some(w);
+        // Hands a full chunk to the block thread (started by the first one) and puts a
+        // spare one in its place; false when the thread has failed.
+        let mut hand = |chunk: &mut EncodedLists| -> bool {
+            if blocks.is_none() {
+                match w.take() {
+                    Some(w) => blocks = Some(BlockThread::start(s, w, kept.take())),
+                    None => return false,
+                }
+            }
+            let spare = blocks.as_mut().map(|b| b.spare()).unwrap_or_default();
+            let full = std::mem::replace(chunk, spare);
+            blocks.as_mut().is_some_and(|b| b.send(full))
+        };
+        let fed = feed(&mut chunk, &mut hand);
+        // The last chunk, then the thread's result (its error comes first: it stopped
+        // taking chunks because of it).
+        let written = match blocks {
+            Some(b) => b.finish(fed.is_ok().then_some(chunk)),
+            None => match (&fed, w) {
+                (Ok(()), Some(w)) => chunk.add_to(w, kept),
+                _ => Ok(()),
+            },
+        };
+        written.and(fed)
+    })
+}
+
+/// Adds to `w`'s open table the entries `produce` hands its sink (keys ascending), through
+/// [`on_block_thread`].
 fn entries_on_block_thread(
     w: &mut SegmentWriter,
     produce: impl FnOnce(&mut dyn FnMut(u64, &[u8]) -> Result<()>) -> Result<()>,
 ) -> Result<()> {
-    std::thread::scope(|s| -> Result<()> {
-        let mut chunk = EncodedLists::default();
-        let mut blocks: Option<BlockThread<'_>> = None;
-        let mut w = Some(w);
-        let mut sink = |key: u64, value: &[u8]| -> Result<()> {
+    on_block_thread(w, None, |chunk, hand| {
+        produce(&mut |key: u64, value: &[u8]| -> Result<()> {
             chunk.bytes.extend_from_slice(value);
             chunk.keys.push(key);
             chunk.ends.push(chunk.bytes.len());
-            if chunk.full() {
-                if let Some(w) = w.take() {
-                    blocks = Some(BlockThread::start(s, w, None));
-                }
-                let sent = blocks.as_mut().is_some_and(|b| {
-                    let spare = b.spare();
-                    b.send(std::mem::replace(&mut chunk, spare))
-                });
-                if !sent {
-                    return Err(crate::error::Error::InvalidArgument(
-                        "the segment's block thread stopped".into(),
-                    ));
-                }
+            if chunk.full() && !hand(chunk) {
+                return Err(crate::error::Error::InvalidArgument(
+                    "the segment's block thread stopped".into(),
+                ));
             }
             Ok(())
-        };
-        let fed = produce(&mut sink);
-        let written = match (blocks, w) {
-            (Some(b), _) => b.finish(fed.is_ok().then_some(chunk)),
-            (None, Some(w)) if fed.is_ok() => chunk.add_to(w, None),
-            _ => Ok(()),
-        };
-        written.and(fed)
+        })
     })
 }
 
