@@ -916,6 +916,20 @@ impl View {
         Ok(None)
     }
 
+    /// Asks the kernel to read ahead the FORWARD blocks of `docs` that this process has not
+    /// read yet ([`Segment::read_table_block_ahead`]): a query verifies its candidates one
+    /// after another, and from a cold page cache each one's FORWARD list would otherwise be a
+    /// disk read the next one waits behind.
+    pub fn read_forward_ahead(&self, docs: &[u32]) {
+        for &d in docs {
+            if let Some((si, bi)) = self.forward_block(d) {
+                self.segments[si]
+                    .seg
+                    .read_table_block_ahead(segment::FORWARD, bi);
+            }
+        }
+    }
+
     /// The FORWARD block a [`View::forward_raw_into`] of `doc` reads: `(index in segments,
     /// block)` of the newest segment whose doc range and FORWARD block index cover `doc`
     /// (None: none does). For read-aheads: the block index alone, nothing of the file read.

@@ -379,7 +379,11 @@ impl<'v> Matcher<'v> {
             return Ok(());
         }
 
-        // Verify each remaining candidate exactly (by ranks where it can: verify.rs).
+        // Verify each remaining candidate exactly (by ranks where it can: verify.rs), their
+        // FORWARD blocks asked for together first.
+        if scratch.touched.len() > 1 {
+            self.view.read_forward_ahead(&scratch.touched);
+        }
         let mut counts = VerifyCounts::default();
         for i in 0..scratch.touched.len() {
             let d = scratch.touched[i];

@@ -26,6 +26,13 @@ use super::{SegmentMeta, TableMeta};
 /// Keys looked up together by [`Segment::get_postings_many`].
 pub const LOOKUP_GROUP: usize = 16;
 
+/// Bytes of the key filter table one filter lookup made alone is worth
+/// ([`Segment::filter_slots`]): a lookup through the table's block index costs a few hundred
+/// nanoseconds, about what the pass that loads every filter spends on 1 KiB of the table. So
+/// the pass is made once the lookups made one at a time would have paid for it (at most
+/// twice the cheaper of the two ways, whatever the number of lookups to come).
+pub const FILTER_POINT_BYTES: u64 = 1024;
+
 /// Keys [`Segment::postings_may_hold_sorted`] locates ahead of the one it answers (their
 /// fingerprint bytes prefetched meanwhile).
 pub(super) const SORTED_AHEAD: usize = 16;
@@ -82,6 +89,9 @@ pub struct Segment {
     /// Where each POSTINGS block's key filter lies in the map, found on first use (one pass
     /// over table `POSTINGS_FILTER`, checking its blocks).
     filters: OnceLock<FilterSlots>,
+    /// Filter lookups made one at a time before `filters` was loaded
+    /// ([`Segment::filter_slots`]): once they are worth a pass over the table, the pass is made.
+    filter_point_lookups: AtomicU64,
     /// The rank of every POSTINGS block's first key, and the POSTINGS entry count last (format
     /// 3: table `POSTINGS_RANKS`), loaded on first use.
     ranks: OnceLock<RankStarts>,
@@ -311,6 +321,7 @@ impl Segment {
             tables,
             version: footer.version,
             filters: OnceLock::new(),
+            filter_point_lookups: AtomicU64::new(0),
             ranks: OnceLock::new(),
             rank_blocks: OnceLock::new(),
             ranks_selected: AtomicU64::new(0),
@@ -762,6 +773,48 @@ impl Segment {
         }
     }
 
+    /// [`Segment::get_postings_many`] of POSTINGS while its key filters are looked up one at a
+    /// time ([`Segment::filter_slots`]): the keys one after another as `get_postings` takes
+    /// them (the same lists and errors), after two passes that only ask the kernel for what
+    /// they will read: the filter blocks of the keys' POSTINGS blocks, then the POSTINGS
+    /// blocks whose filter admits a key. From a cold page cache a query's few hundred reads
+    /// then overlap.
+    fn get_postings_points(
+        &self,
+        t: &Table,
+        keys: &[u64],
+        mut f: impl FnMut(usize, PostingList<'_>),
+    ) -> Result<()> {
+        let block_of = |k: u64| {
+            let bi = t.last_keys.partition_point(|&last| last < k);
+            t.blocks
+                .get(bi)
+                .is_some_and(|b| b.first_key <= k)
+                .then_some(bi)
+        };
+        if keys.len() > 1 {
+            for &k in keys {
+                if let Some(bi) = block_of(k) {
+                    self.read_filter_block_ahead(bi);
+                }
+            }
+            for &k in keys {
+                if let Some(bi) = block_of(k) {
+                    // Errors are left to the lookups below, in key order.
+                    if self.point_may_contain(bi, k).unwrap_or(false) {
+                        self.read_block_ahead(t, bi);
+                    }
+                }
+            }
+        }
+        for (i, &k) in keys.iter().enumerate() {
+            if let Some(list) = self.get_postings(super::POSTINGS, k)? {
+                f(i, list);
+            }
+        }
+        Ok(())
+    }
+
     /// [`Segment::get_postings`] of many keys, their memory accesses overlapped: the keys go
     /// through the steps of a lookup (block search; block index entry and key filter header;
     /// the filter's fingerprint bytes; the filter's answer and the block's key search; the
@@ -786,9 +839,11 @@ impl Segment {
             return Ok(());
         }
         let slots: Option<&[FilterSlot]> = if table == super::POSTINGS {
-            match self.filters.get_or_init(|| self.load_filters()) {
-                Ok(s) => s.as_deref(),
-                Err(_) => {
+            // Counted by the lookups themselves (`get_postings` one key at a time).
+            match self.filter_slots(0) {
+                None => return self.get_postings_points(t, keys, f),
+                Some(Ok(s)) => s.as_deref(),
+                Some(Err(_)) => {
                     // A damaged filter table: the keys one at a time, which report it for
                     // exactly the keys whose lookups reach a filter.
                     for (i, &k) in keys.iter().enumerate() {
@@ -859,6 +914,7 @@ impl Segment {
                 if let Some(Ok(view)) = bytes.map(|x| BlockView::parse_version(x, self.version)) {
                     view.prefetch_find(chunk[j]);
                 }
+                self.read_block_ahead(t, bis[j]);
             }
             // 5. The block (checked on first use, as in `get`) and the key's entry; the
             //    cache lines of its value's ends.
@@ -900,7 +956,9 @@ impl Segment {
     /// Whether POSTINGS block `bi` may hold `key`, by its key filter (true without one).
     #[inline]
     pub(super) fn postings_may_contain(&self, bi: usize, key: u64) -> Result<bool> {
-        let slots = self.filters.get_or_init(|| self.load_filters());
+        let Some(slots) = self.filter_slots(1) else {
+            return self.point_may_contain(bi, key);
+        };
         match slots {
             Ok(None) => Ok(true),
             Ok(Some(s)) => {
@@ -914,6 +972,75 @@ impl Segment {
                 Ok(super::filter::may_contain(v, key))
             }
             Err((off, reason)) => Err(Error::corrupt(&self.path, *off, reason.clone())),
+        }
+    }
+
+    /// The key filters' slots for `lookups` more filter lookups: loaded already, or loaded now
+    /// when the lookups made one at a time so far (these included) are worth the pass over the
+    /// table that loading is ([`FILTER_POINT_BYTES`] of the table each); `None` while they are
+    /// not, and the caller looks the filters up one at a time ([`Segment::point_may_contain`]).
+    /// So a few queries (a `query` command, a server's first requests) read the few filters
+    /// they need instead of every filter of the segment (2.6 GB at 10M documents), and a
+    /// reader that checks many keys pays for the pass once, as before.
+    fn filter_slots(&self, lookups: u64) -> Option<&FilterSlots> {
+        if let Some(s) = self.filters.get() {
+            return Some(s);
+        }
+        let bytes = self.key_filter_range().map_or(0, |(from, to)| to - from);
+        let made = self
+            .filter_point_lookups
+            .fetch_add(lookups, Ordering::Relaxed)
+            + lookups;
+        (made.saturating_mul(FILTER_POINT_BYTES) >= bytes)
+            .then(|| self.filters.get_or_init(|| self.load_filters()))
+    }
+
+    /// Whether POSTINGS block `bi` may hold `key`, its key filter looked up alone: entry `bi`
+    /// of table `POSTINGS_FILTER` found through that table's block index and the block checked
+    /// on first use, as any lookup is. The same answer as through the loaded slots, and the
+    /// same error where the pass would find one in the block that holds the entry (the pass
+    /// reports damage anywhere in the table; a point lookup, like every other lookup, only in
+    /// what it reads).
+    fn point_may_contain(&self, bi: usize, key: u64) -> Result<bool> {
+        let Some(ft) = self.table(super::POSTINGS_FILTER) else {
+            return Ok(true);
+        };
+        if std::env::var(super::KEY_FILTER_ENV).is_ok_and(|v| v == "0") {
+            return Ok(true);
+        }
+        let blocks = self.table(super::POSTINGS).map_or(0, |t| t.blocks.len()) as u64;
+        let at = ft.blocks.first().map_or(0, |b| b.offset);
+        if ft.meta.entries != blocks {
+            return Err(Error::corrupt(
+                &self.path,
+                at,
+                format!(
+                    "key filter table has {} entries for {blocks} POSTINGS blocks",
+                    ft.meta.entries
+                ),
+            ));
+        }
+        let Some(v) = self.get(super::POSTINGS_FILTER, bi as u64)? else {
+            return Err(Error::corrupt(
+                &self.path,
+                at,
+                format!("key filter table: no filter for POSTINGS block {bi}"),
+            ));
+        };
+        let off = (v.as_ptr() as usize - self.map.as_ptr() as usize) as u64;
+        match super::filter::KeyFilter::decode(v) {
+            Err((o, reason)) => Err(Error::corrupt(&self.path, off + o as u64, reason)),
+            Ok(None) => Ok(true),
+            Ok(Some(f)) => Ok(f.may_contain(key)),
+        }
+    }
+
+    /// [`Segment::read_block_ahead`] of the `POSTINGS_FILTER` block holding block `bi`'s
+    /// filter, for point lookups about to be made.
+    fn read_filter_block_ahead(&self, bi: usize) {
+        if let Some(ft) = self.table(super::POSTINGS_FILTER) {
+            let b = ft.last_keys.partition_point(|&last| last < bi as u64);
+            self.read_block_ahead(ft, b);
         }
     }
 
@@ -1070,6 +1197,7 @@ impl Segment {
             });
         }
         let ranks = list.split_off(from);
+        self.read_rank_blocks_ahead(ranks.iter().copied());
         self.keys_at_ranks(ranks.iter().copied(), list)
             .map_err(|e| match e {
                 Error::Corrupt { offset, reason, .. } => Error::corrupt(&self.path, offset, reason),
@@ -1429,6 +1557,7 @@ impl Segment {
                 self.rebase(e, v)
             });
         }
+        self.read_rank_blocks_ahead(list.iter());
         self.keys_at_ranks(list.iter(), out)
             .map_err(|e| self.rebase(e, v))
     }
@@ -1797,6 +1926,66 @@ impl Segment {
     /// Block `bi` of `t`, checked on first use.
     pub(super) fn block<'s>(&'s self, t: &Table, bi: usize) -> Result<BlockView<'s>> {
         self.block_checked(t, bi, false)
+    }
+
+    /// Asks the kernel to read block `bi` of `t` ahead (`madvise(MADV_WILLNEED)` of its
+    /// bytes), unless this process checked the block whole already: its pages were read then,
+    /// so it is most likely resident. A lookup that is about to read several blocks asks for
+    /// the ones it has not read yet before it reads the first, so from a cold page cache (an
+    /// index larger than memory) the disk reads them together instead of one page fault
+    /// after another. On a resident block the request costs about a microsecond, against the
+    /// few microseconds of the block's first-use check.
+    pub(super) fn read_block_ahead(&self, t: &Table, bi: usize) {
+        let (word, bit) = (bi / 64, 1u64 << (bi % 64));
+        if t.verified
+            .get(word)
+            .is_some_and(|f| f.load(Ordering::Relaxed) & bit != 0)
+        {
+            return;
+        }
+        if let Some(b) = t.blocks.get(bi) {
+            will_need(&self.map, b.offset, b.offset + u64::from(b.len));
+        }
+    }
+
+    /// [`Segment::read_block_ahead`] of block `bi` of `table` (nothing for an absent table or
+    /// block): for a reader that knows which blocks it will read next (a query's candidates'
+    /// FORWARD blocks).
+    pub fn read_table_block_ahead(&self, table: u32, bi: usize) {
+        if let Some(t) = self.table(table) {
+            self.read_block_ahead(t, bi);
+        }
+    }
+
+    /// Format 3: [`Segment::read_block_ahead`] for the POSTINGS blocks that mapping `ranks`
+    /// (ascending) to keys will read and that this process has not read for that before
+    /// (no key sequence remembered in `rank_blocks`): a candidate's FORWARD list of a few
+    /// hundred ranks reads about as many blocks, which a query of an index larger than memory
+    /// would otherwise wait for one at a time. Nothing when the keys are decoded in memory.
+    fn read_rank_blocks_ahead(&self, ranks: impl Iterator<Item = u64>) {
+        if self.cached_key_count().is_some() {
+            return;
+        }
+        let (Ok(Some(starts)), Some(t)) = (self.rank_starts(), self.table(super::POSTINGS)) else {
+            return;
+        };
+        let blocks = starts.len() - 1;
+        let seen = self.rank_blocks.get();
+        let mut end = 0u64; // the end rank of the last block asked for
+        for r in ranks {
+            if r < end || r >= starts[blocks] {
+                continue;
+            }
+            let bi = starts[..blocks].partition_point(|&s| s <= r) - 1;
+            end = starts[bi + 1];
+            if seen
+                .and_then(|s| s.get(bi))
+                .is_some_and(|k| k.get().is_some())
+            {
+                continue;
+            }
+            self.read_block_ahead(t, bi);
+        }
     }
 
     /// Block `bi` of `t` for a lookup of its keys by position alone (format 3's rank

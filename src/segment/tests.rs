@@ -1433,6 +1433,77 @@ fn directory_data_range(path: &Path, id: u32) -> Option<(u64, u64)> {
         .map(|e| (u64_at(e, 32), u64_at(e, 32) + u64_at(e, 40)))
 }
 
+/// Before a segment's key filters are loaded, lookups read the filters they need one at a
+/// time, through table POSTINGS_FILTER's own block index: they answer exactly as the loaded
+/// filters do (single and batched lookups, the planner's block), and the filters are loaded
+/// once the lookups made alone are worth the pass ([`reader::FILTER_POINT_BYTES`] of the
+/// table each).
+#[test]
+fn point_filter_lookups_answer_as_the_loaded_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let postings = pair_postings(200_000, 7, |i| filter_test_mix(i) | 1);
+    let keys: Vec<u64> = postings.keys().copied().collect();
+    for v in [2, 3] {
+        let name = format!("p{v}");
+        let mut w =
+            SegmentWriter::create_version(dir.path(), &name, DEFAULT_BLOCK_TARGET, v).unwrap();
+        w.begin_table(POSTINGS).unwrap();
+        for (&k, val) in &postings {
+            w.add(k, val).unwrap();
+        }
+        w.end_table().unwrap();
+        w.finish().unwrap();
+        let path = dir.path().join(&name);
+        let point = Segment::open(&path).unwrap();
+        let loaded = Segment::open(&path).unwrap();
+        loaded.load_key_filters();
+        assert!(loaded.key_filters_loaded());
+        let (from, to) = point.key_filter_range().unwrap();
+        let budget = ((to - from) / super::reader::FILTER_POINT_BYTES) as usize;
+        assert!(budget > 200, "format {v}: {budget} lookups before the pass");
+        // Present keys and absent ones (between two present keys: only the filter rules most
+        // of them out), a quarter of the budget each way.
+        let probe: Vec<u64> = (keys.iter().step_by(keys.len() / (budget / 8)))
+            .flat_map(|&k| [k, k ^ 2])
+            .take(budget / 4)
+            .collect();
+        let list = |s: &Segment, k: u64| {
+            s.get_postings(POSTINGS, k)
+                .unwrap()
+                .map(|l| l.iter().collect::<Vec<u32>>())
+        };
+        let mut present = 0;
+        for &k in &probe {
+            let want = list(&loaded, k);
+            present += usize::from(want.is_some());
+            assert_eq!(list(&point, k), want, "format {v} key {k}");
+            assert_eq!(
+                point.postings_block_for(k).unwrap(),
+                loaded.postings_block_for(k).unwrap(),
+                "format {v} key {k}"
+            );
+        }
+        assert!(present > 0 && present < probe.len(), "format {v}");
+        let mut batch = probe[..budget / 8].to_vec();
+        batch.sort_unstable();
+        let many = |s: &Segment| {
+            let mut got = Vec::new();
+            s.get_postings_many(POSTINGS, &batch, |i, l| {
+                got.push((i, l.iter().collect::<Vec<u32>>()))
+            })
+            .unwrap();
+            got
+        };
+        assert_eq!(many(&point), many(&loaded), "format {v}");
+        assert!(!point.key_filters_loaded(), "format {v}: loaded too early");
+        for &k in &keys[..budget] {
+            assert!(point.get(POSTINGS, k).unwrap().is_some());
+        }
+        assert!(point.key_filters_loaded(), "format {v}: never loaded");
+        assert_eq!(many(&point), many(&loaded), "format {v}");
+    }
+}
+
 /// A read-ahead of the key filters asks for exactly the bytes of table POSTINGS_FILTER's data
 /// blocks (what the filter walk reads), and for nothing in a segment without filters (format
 /// 2 without the table, format 1, an empty POSTINGS table); asking for it changes no answer.
