@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndd_index::segment::{
-    decode_postings, decode_u64s, encode_postings, encode_u64s, Segment, SegmentWriter,
+    decode_postings, decode_u64s, encode_postings, encode_u64s, filter, Segment, SegmentWriter,
     DEFAULT_BLOCK_TARGET, FORWARD, POSTINGS,
 };
 use roaring::RoaringBitmap;
@@ -184,5 +184,34 @@ fn bench_crc(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_segment, bench_postings, bench_crc);
+/// A POSTINGS block's key filter built from its keys (`segment::filter::build`): what the
+/// writer's filter thread does once per block, in ingest and in every merge. 2,500 keys is a
+/// 32 KiB block of the generated corpus; 200 a small last block.
+fn bench_filter(c: &mut Criterion) {
+    let mut g = c.benchmark_group("filter");
+    for n in [200u64, 2_500] {
+        let mut state = 0x9e37_79b9 ^ n;
+        let mut keys: Vec<u64> = (0..n).map(|_| next(&mut state)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut out = Vec::new();
+        g.throughput(Throughput::Elements(keys.len() as u64));
+        g.bench_function(format!("build_{n}"), |b| {
+            b.iter(|| {
+                out.clear();
+                filter::build(black_box(&keys), &mut out);
+                black_box(out.len())
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_segment,
+    bench_postings,
+    bench_crc,
+    bench_filter
+);
 criterion_main!(benches);

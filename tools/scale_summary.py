@@ -9,6 +9,12 @@ point; the least-squares fit a + b * log2(N / 1M) of the cumulative wall per doc
 residuals; the whole run's wall and CPU; and the batches by kind (a batch that ended in a merge
 holds fewer segments after it than before it plus one): wall medians and ranges, and the
 median stage CPU of the batches without a merge.
+
+Then the log N budget, split: a batch's wall is its stages (read, postings, matching, publish)
+plus the rest, which is its merge when it ended in one (a few tenths of a second otherwise).
+The cumulative wall per document at 1M and at the last point is given for the stages alone
+and for the merges alone, with how much of the ratio c * log2 N allows (log2 N_last / log2
+1M) the stages alone already take.
 """
 import math
 import re
@@ -25,8 +31,10 @@ def rows(path):
         if not f[0].isdigit():
             continue
         cpu = {k: float(v) for k, v in re.findall(r"(\w+):([0-9.]+)", f[15])}
+        wall = {k: float(v) for k, v in re.findall(r"(\w+):([0-9.]+)", f[6])}
         out.append({"batch": int(f[0]), "n": int(f[1]), "wall": float(f[2]),
-                    "cpu": float(f[11]), "stages": cpu, "segments": int(f[16])})
+                    "cpu": float(f[11]), "stages": cpu, "stage_wall": sum(wall.values()),
+                    "segments": int(f[16])})
     return out
 
 
@@ -71,6 +79,34 @@ def summary(path):
         print("  stage CPU medians without a merge: " + ", ".join(
             "%s %.1f s" % (s, statistics.median(r["stages"][s] for r in quiet))
             for s in ("read", "postings", "matching")))
+
+    budget(rs)
+
+
+def budget(rs):
+    """The cumulative wall per document at 1M and at the last point, split into the batches'
+    stages and the rest (the merges), against the ratio c * log2 N allows."""
+    first, last = None, None
+    stages = rest = 0.0
+    for r in rs:
+        stages += r["stage_wall"]
+        rest += r["wall"] - r["stage_wall"]
+        cut = (r["n"], stages / r["n"] * 1e6, rest / r["n"] * 1e6)
+        if r["n"] == POINTS[0]:
+            first = cut
+        last = cut
+    if first is None or last[0] == first[0]:
+        return
+    allow = math.log2(last[0]) / math.log2(first[0])
+    (n0, s0, m0), (n1, s1, m1) = first, last
+    print("  log N budget: c*log2 N allows x%.3f from 1M to %gM" % (allow, n1 / 1e6))
+    print("    stages alone: %.1f -> %.1f us (x%.3f); merges (the rest of the wall): "
+          "%.1f -> %.1f us" % (s0, s1, s1 / s0, m0, m1))
+    print("    total: %.1f -> %.1f us (x%.3f); with merges free: x%.3f; merges may cost at most "
+          "%.0f %% of what they cost for the total to stay within x%.3f"
+          % (s0 + m0, s1 + m1, (s1 + m1) / (s0 + m0), s1 / s0,
+             max(0.0, (allow * s0 - s1) / (m1 - allow * m0)) * 100 if m1 > allow * m0 else 100,
+             allow))
 
 
 if __name__ == "__main__":
