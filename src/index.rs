@@ -39,7 +39,22 @@ impl Index {
     /// Opens an existing index for reading. Readers take no lock: they see the snapshot that
     /// was published when they opened.
     pub fn open(dir: impl AsRef<Path>) -> Result<Index> {
-        let dir = dir.as_ref().to_owned();
+        Index::open_sized(dir.as_ref(), View::load)
+    }
+
+    /// [`Index::open`] for a process that answers a few queries and exits (the `query`
+    /// command): the view reads a document's size from its FORWARD list when a query needs
+    /// it ([`View::load_for_lookups`]) instead of scanning every document record at open.
+    /// The same answers; a long-lived reader (a server, a batch) should use `open`.
+    pub fn open_for_lookups(dir: impl AsRef<Path>) -> Result<Index> {
+        Index::open_sized(dir.as_ref(), View::load_for_lookups)
+    }
+
+    fn open_sized(
+        dir: &Path,
+        load: fn(&Path, &Catalog, &IndexOptions) -> Result<View>,
+    ) -> Result<Index> {
+        let dir = dir.to_owned();
         if !dir.join(CATALOG_DIR).join("CURRENT").exists() {
             return Err(Error::NotAnIndex { path: dir });
         }
@@ -47,12 +62,12 @@ impl Index {
         let options: IndexOptions = catalog
             .meta_json(META_OPTIONS)?
             .ok_or_else(|| Error::NotAnIndex { path: dir.clone() })?;
-        let view = match View::load(&dir, &catalog, &options) {
+        let view = match load(&dir, &catalog, &options) {
             // A compaction published a new manifest and unlinked a segment between our read of
             // the manifest and the open of the file: the newer snapshot has what we need.
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 catalog = Catalog::open(&dir.join(CATALOG_DIR), Access::ReadOnly)?;
-                View::load(&dir, &catalog, &options)?
+                load(&dir, &catalog, &options)?
             }
             other => other?,
         };

@@ -33,7 +33,8 @@ pub struct QueryArgs {
 /// Answers each file; a file that cannot be read or parsed is reported on stderr and the
 /// others are still answered (with a single file, its error is the command's).
 pub fn run(a: QueryArgs) -> Result<(), Error> {
-    let index = Index::open(&a.ix.index)?;
+    // A process that answers its files and exits: no scan of every document record at open.
+    let index = Index::open_for_lookups(&a.ix.index)?;
     let req = QueryRequest {
         method: a.method,
         threshold: a.threshold,

@@ -380,6 +380,31 @@ fn view_after_publish_equals_a_fresh_load() {
         assert_eq!(v.tombstones, fresh.tombstones);
         assert!(v.sizes == fresh.sizes);
         assert_eq!(v.frequent.to_map(), fresh.frequent.to_map());
+        // A view for a few lookups (the `query` command's) reads each size from the FORWARD
+        // lists: the records' sizes, and the same matches.
+        let lazy = View::load_for_lookups(index.dir(), index.catalog(), index.options()).unwrap();
+        assert!(lazy.sizes.reads_forward());
+        assert_eq!(lazy.doc_ids(), fresh.doc_ids());
+        let sample = index.options().fingerprint().unwrap().sample;
+        let t: Threshold = "0.5".parse().unwrap();
+        let mut x = Vec::new();
+        for d in 0..fresh.doc_ids() {
+            assert_eq!(lazy.doc_size(d).unwrap(), fresh.size(d), "doc {d}");
+            assert_eq!(lazy.size(d), fresh.size(d), "doc {d}");
+            assert_eq!(lazy.is_live(d), fresh.is_live(d), "doc {d}");
+            if !fresh.features_into(d, &mut x).unwrap() {
+                continue;
+            }
+            let found = |v: &View| {
+                let mut out = Vec::new();
+                let mut scratch = crate::query::Scratch::new(v.doc_ids());
+                crate::query::Matcher::new(v, sample, t)
+                    .search(&x, |_| true, &mut scratch, &mut out)
+                    .unwrap();
+                out
+            };
+            assert_eq!(found(&lazy), found(&fresh), "doc {d}");
+        }
     };
     let dir = tempfile::tempdir().unwrap();
     let mut index = ingest(dir.path(), Source::Docs(corpus()));

@@ -470,14 +470,25 @@ impl<'v> Matcher<'v> {
         // count (also after an error: the scratch is reused): a candidate B holding h of the
         // probed keys shares at most h + (features of x not probed) with x, and `may_reach`
         // asks whether even that much would reach the threshold at B's size. No feature list
-        // is read for that.
+        // is read for that, except in a view that reads the sizes from the FORWARD lists
+        // (`View::load_for_lookups`): their blocks are asked for together first.
         let unprobed = n.saturating_sub(scratch.order.len()) as u64;
         let (lo, hi) = self.sample.size_bounds(self.threshold, n);
+        if self.view.sizes.reads_forward() && scratch.touched.len() > 1 {
+            self.view.read_forward_ahead(&scratch.touched);
+        }
+        let mut unread = None;
         let mut kept = 0;
         for i in 0..scratch.touched.len() {
             let d = scratch.touched[i];
             let h = std::mem::take(&mut scratch.hits[d as usize]);
-            let m = self.view.size(d) as usize;
+            let m = match self.view.doc_size(d) {
+                Ok(m) => m as usize,
+                Err(e) => {
+                    unread.get_or_insert(e);
+                    continue;
+                }
+            };
             if m < lo || m > hi {
                 continue;
             }
@@ -492,7 +503,7 @@ impl<'v> Matcher<'v> {
             kept += 1;
         }
         scratch.touched.truncate(kept);
-        if let Err(e) = walked {
+        if let Some(e) = walked.err().or(unread) {
             scratch.touched.clear();
             return Err(e);
         }
