@@ -379,11 +379,7 @@ impl<'v> Matcher<'v> {
             return Ok(());
         }
 
-        // Verify each remaining candidate exactly (by ranks where it can: verify.rs), their
-        // FORWARD blocks asked for together first.
-        if scratch.touched.len() > 1 {
-            self.view.read_forward_ahead(&scratch.touched);
-        }
+        // Verify each remaining candidate exactly (by ranks where it can: verify.rs).
         let mut counts = VerifyCounts::default();
         for i in 0..scratch.touched.len() {
             let d = scratch.touched[i];
@@ -470,11 +466,12 @@ impl<'v> Matcher<'v> {
         // count (also after an error: the scratch is reused): a candidate B holding h of the
         // probed keys shares at most h + (features of x not probed) with x, and `may_reach`
         // asks whether even that much would reach the threshold at B's size. No feature list
-        // is read for that, except in a view that reads the sizes from the FORWARD lists
-        // (`View::load_for_lookups`): their blocks are asked for together first.
+        // is read for that, except in a view for a few lookups (`View::load_for_lookups`),
+        // which reads the sizes from the FORWARD lists: their blocks (which the verification
+        // reads next) are asked for together first.
         let unprobed = n.saturating_sub(scratch.order.len()) as u64;
         let (lo, hi) = self.sample.size_bounds(self.threshold, n);
-        if self.view.sizes.reads_forward() && scratch.touched.len() > 1 {
+        if self.view.for_lookups() && scratch.touched.len() > 1 {
             self.view.read_forward_ahead(&scratch.touched);
         }
         let mut unread = None;
