@@ -1006,24 +1006,12 @@ impl Segment {
     /// reports damage anywhere in the table; a point lookup, like every other lookup, only in
     /// what it reads).
     fn point_may_contain(&self, bi: usize, key: u64) -> Result<bool> {
-        let Some(ft) = self.table(super::POSTINGS_FILTER) else {
-            return Ok(true);
+        let ft = match self.filter_table() {
+            Ok(Some(ft)) => ft,
+            Ok(None) => return Ok(true),
+            Err((at, reason)) => return Err(Error::corrupt(&self.path, at, reason)),
         };
-        if std::env::var(super::KEY_FILTER_ENV).is_ok_and(|v| v == "0") {
-            return Ok(true);
-        }
-        let blocks = self.table(super::POSTINGS).map_or(0, |t| t.blocks.len()) as u64;
         let at = ft.blocks.first().map_or(0, |b| b.offset);
-        if ft.meta.entries != blocks {
-            return Err(Error::corrupt(
-                &self.path,
-                at,
-                format!(
-                    "key filter table has {} entries for {blocks} POSTINGS blocks",
-                    ft.meta.entries
-                ),
-            ));
-        }
         let Some(v) = self.get(super::POSTINGS_FILTER, bi as u64)? else {
             return Err(Error::corrupt(
                 &self.path,
@@ -1048,9 +1036,10 @@ impl Segment {
         }
     }
 
-    /// One pass over table `POSTINGS_FILTER`: its keys must be 0, 1, ... one per POSTINGS
-    /// block, its values filters (or empty).
-    fn load_filters(&self) -> FilterSlots {
+    /// Table `POSTINGS_FILTER` when its filters are to be used: `None` without the table or
+    /// with filters turned off ([`super::KEY_FILTER_ENV`] = 0); `Err((offset, reason))` when
+    /// its entry count is not the POSTINGS block count (one filter per block).
+    fn filter_table(&self) -> std::result::Result<Option<&Table>, (u64, String)> {
         let Some(ft) = self.table(super::POSTINGS_FILTER) else {
             return Ok(None);
         };
@@ -1058,16 +1047,26 @@ impl Segment {
             return Ok(None);
         }
         let blocks = self.table(super::POSTINGS).map_or(0, |t| t.blocks.len()) as u64;
-        let at = ft.blocks.first().map_or(0, |b| b.offset);
         if ft.meta.entries != blocks {
             return Err((
-                at,
+                ft.blocks.first().map_or(0, |b| b.offset),
                 format!(
                     "key filter table has {} entries for {blocks} POSTINGS blocks",
                     ft.meta.entries
                 ),
             ));
         }
+        Ok(Some(ft))
+    }
+
+    /// One pass over table `POSTINGS_FILTER`: its keys must be 0, 1, ... one per POSTINGS
+    /// block, its values filters (or empty).
+    fn load_filters(&self) -> FilterSlots {
+        let Some(ft) = self.filter_table()? else {
+            return Ok(None);
+        };
+        let blocks = self.table(super::POSTINGS).map_or(0, |t| t.blocks.len()) as u64;
+        let at = ft.blocks.first().map_or(0, |b| b.offset);
         // The pass reads the whole table: map it in one call (no fault per 4 KiB page), and
         // from a cold page cache as one read-ahead of the whole range.
         #[cfg(target_os = "linux")]

@@ -1433,6 +1433,25 @@ fn directory_data_range(path: &Path, id: u32) -> Option<(u64, u64)> {
         .map(|e| (u64_at(e, 32), u64_at(e, 32) + u64_at(e, 40)))
 }
 
+/// Writes a segment of version `version` holding only `postings` as its POSTINGS table (and
+/// the key filters the writer adds); returns its path.
+fn write_postings(
+    dir: &Path,
+    name: &str,
+    postings: &BTreeMap<u64, Vec<u8>>,
+    block_target: usize,
+    version: u32,
+) -> std::path::PathBuf {
+    let mut w = SegmentWriter::create_version(dir, name, block_target, version).unwrap();
+    w.begin_table(POSTINGS).unwrap();
+    for (&k, val) in postings {
+        w.add(k, val).unwrap();
+    }
+    w.end_table().unwrap();
+    w.finish().unwrap();
+    dir.join(name)
+}
+
 /// Before a segment's key filters are loaded, lookups read the filters they need one at a
 /// time, through table POSTINGS_FILTER's own block index: they answer exactly as the loaded
 /// filters do (single and batched lookups, the planner's block), and the filters are loaded
@@ -1444,16 +1463,13 @@ fn point_filter_lookups_answer_as_the_loaded_filters() {
     let postings = pair_postings(200_000, 7, |i| filter_test_mix(i) | 1);
     let keys: Vec<u64> = postings.keys().copied().collect();
     for v in [2, 3] {
-        let name = format!("p{v}");
-        let mut w =
-            SegmentWriter::create_version(dir.path(), &name, DEFAULT_BLOCK_TARGET, v).unwrap();
-        w.begin_table(POSTINGS).unwrap();
-        for (&k, val) in &postings {
-            w.add(k, val).unwrap();
-        }
-        w.end_table().unwrap();
-        w.finish().unwrap();
-        let path = dir.path().join(&name);
+        let path = write_postings(
+            dir.path(),
+            &format!("p{v}"),
+            &postings,
+            DEFAULT_BLOCK_TARGET,
+            v,
+        );
         let point = Segment::open(&path).unwrap();
         let loaded = Segment::open(&path).unwrap();
         loaded.load_key_filters();
@@ -1513,15 +1529,7 @@ fn key_filter_range_is_the_filter_tables_bytes() {
     let postings = pair_postings(5000, 7, |i| i * 1000 + 17);
     let tables: Tables = [(POSTINGS, postings.clone())].into_iter().collect();
     for v in [2, 3] {
-        let name = format!("f{v}");
-        let mut w = SegmentWriter::create_version(dir.path(), &name, 1024, v).unwrap();
-        w.begin_table(POSTINGS).unwrap();
-        for (&k, val) in &postings {
-            w.add(k, val).unwrap();
-        }
-        w.end_table().unwrap();
-        w.finish().unwrap();
-        let path = dir.path().join(&name);
+        let path = write_postings(dir.path(), &format!("f{v}"), &postings, 1024, v);
         let seg = Segment::open(&path).unwrap();
         assert!(seg.has_key_filter());
         let want = directory_data_range(&path, POSTINGS_FILTER).unwrap();
