@@ -751,12 +751,19 @@ fn assert_never_wrong(seg: &Segment, tables: &Tables) -> bool {
     saw_error
 }
 
+/// Writes [`flip_sample`] as `dir/orig` (64-byte blocks); returns the tables and the file's
+/// bytes, which the byte-flip tests damage copies of.
+fn write_flip_sample(dir: &Path) -> (Tables, Vec<u8>) {
+    let tables = flip_sample();
+    write(dir, "orig", &tables, 64);
+    let good = std::fs::read(dir.join("orig")).unwrap();
+    (tables, good)
+}
+
 #[test]
 fn every_single_byte_flip_is_detected() {
     let dir = tempfile::tempdir().unwrap();
-    let tables = flip_sample();
-    write(dir.path(), "orig", &tables, 64);
-    let good = std::fs::read(dir.path().join("orig")).unwrap();
+    let (tables, good) = write_flip_sample(dir.path());
     assert!(
         Segment::open(dir.path().join("orig"))
             .unwrap()
@@ -835,8 +842,7 @@ fn unknown_version_is_named() {
 #[test]
 fn corrupt_block_reports_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
-    let tables = flip_sample();
-    write(dir.path(), "orig", &tables, 64);
+    write_flip_sample(dir.path());
     let path = dir.path().join("orig");
     let seg = Segment::open(&path).unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
@@ -1758,9 +1764,7 @@ fn scan(entries: Entries<'_>) -> Vec<std::result::Result<(u64, Vec<u8>), String>
 #[test]
 fn scans_ahead_equal_plain_scans_whole_and_damaged() {
     let dir = tempfile::tempdir().unwrap();
-    let tables = flip_sample();
-    write(dir.path(), "orig", &tables, 64);
-    let good = std::fs::read(dir.path().join("orig")).unwrap();
+    let (tables, good) = write_flip_sample(dir.path());
     let seg = Segment::open(dir.path().join("orig")).unwrap();
     assert!(seg.table_meta(POSTINGS).unwrap().blocks > 2);
     for &t in tables.keys() {
