@@ -1243,6 +1243,134 @@ pub fn prefetch_plan(sizes: &[u64], mem_available: u64, share: f64) -> Vec<usize
     take
 }
 
+/// What [`warm_up`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WarmUp {
+    /// Segments given.
+    pub segments: usize,
+    /// Segments whose key filters were loaded, and the bytes of their filter tables.
+    pub filters_loaded: usize,
+    pub filter_bytes: u64,
+    /// Segments whose every block was checked (and faulted in), and their bytes.
+    pub segments_checked: usize,
+    pub checked_bytes: u64,
+    /// Bytes of the segments left to be checked on first use: beyond the budget, or stopped.
+    pub left_bytes: u64,
+    /// The budget: `share` of `MemAvailable` (the server's: [`read_ahead_share`]).
+    pub budget_bytes: u64,
+    pub share: f64,
+    /// Damage found (each segment's first error); the segment stays served, and the queries
+    /// that reach the damage report it as before.
+    pub errors: Vec<String>,
+}
+
+/// Warms a long-lived reader's segments (a server's at start, and a newly published
+/// segment's before it serves), within the budget of every read-ahead ([`prefetch_plan`]: at
+/// most `share` of `mem_available`):
+/// 1. every segment's key filters, which every query reads: their pass is made here
+///    ([`Segment::load_key_filters`]), and queries meanwhile look their filters up alone
+///    instead of waiting for it;
+/// 2. then whole segments, smallest first, every block checked in file order (its crc, the
+///    first touch of its pages), so that queries neither check it nor fault it in one page at
+///    a time.
+///
+/// What does not fit the budget is checked on first use, as it always is. So an index larger
+/// than memory is not read through the page cache at start, each segment evicting the one
+/// read before it, while the queries wait behind those reads. `stop` is looked at between
+/// blocks. Without `mem_available` (no /proc/meminfo) everything is warmed, as before; with a
+/// `share` of 0, nothing.
+pub fn warm_up(
+    segments: &[&Segment],
+    mem_available: Option<u64>,
+    share: f64,
+    stop: &dyn Fn() -> bool,
+) -> WarmUp {
+    let mut out = WarmUp {
+        segments: segments.len(),
+        share,
+        ..WarmUp::default()
+    };
+    let filters: Vec<u64> = segments
+        .iter()
+        .map(|s| s.key_filter_range().map_or(0, |(from, to)| to - from))
+        .collect();
+    let mut by_size: Vec<usize> = (0..segments.len()).collect();
+    by_size.sort_by_key(|&i| segments[i].len_bytes());
+    // The ranges in the order they are warmed: filters, then the rest of each segment.
+    let mut sizes = filters.clone();
+    sizes.extend(
+        by_size
+            .iter()
+            .map(|&i| segments[i].len_bytes().saturating_sub(filters[i]).max(1)),
+    );
+    let take: Vec<usize> = match mem_available {
+        _ if share <= 0.0 => Vec::new(),
+        Some(m) => prefetch_plan(&sizes, m, share),
+        None => (0..sizes.len()).filter(|&i| sizes[i] > 0).collect(),
+    };
+    out.budget_bytes =
+        mem_available.map_or(u64::MAX, |m| (m as f64 * share.clamp(0.0, 1.0)) as u64);
+    let mut whole = vec![false; segments.len()];
+    for &r in &take {
+        if r >= segments.len() {
+            whole[by_size[r - segments.len()]] = true;
+        }
+    }
+    for &r in take.iter().filter(|&&r| r < segments.len()) {
+        if stop() {
+            break;
+        }
+        segments[r].load_key_filters();
+        out.filters_loaded += 1;
+        out.filter_bytes += filters[r];
+    }
+    for &i in &by_size {
+        let seg = segments[i];
+        if !whole[i] || stop() {
+            out.left_bytes += seg.len_bytes();
+            continue;
+        }
+        match seg.check_all_blocks(stop) {
+            Ok(()) if !stop() => {
+                out.segments_checked += 1;
+                out.checked_bytes += seg.len_bytes();
+            }
+            Ok(()) => out.left_bytes += seg.len_bytes(),
+            Err(e) => {
+                out.left_bytes += seg.len_bytes();
+                out.errors.push(e.to_string());
+            }
+        }
+    }
+    out
+}
+
+impl std::fmt::Display for WarmUp {
+    /// One line for a log: what was warmed and what was left to first use.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let gb = |b: u64| b as f64 / 1e9;
+        write!(
+            f,
+            "key filters of {} of {} segments loaded ({:.2} GB); {} segments checked ({:.2} GB)",
+            self.filters_loaded,
+            self.segments,
+            gb(self.filter_bytes),
+            self.segments_checked,
+            gb(self.checked_bytes)
+        )?;
+        if self.left_bytes > 0 {
+            write!(
+                f,
+                "; {:.2} GB left to be checked on first use (budget {:.2} GB: {} of MemAvailable)",
+                gb(self.left_bytes),
+                gb(self.budget_bytes),
+                self.share,
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// One range a [`ReadAhead`] asks for.
 pub enum ReadAheadRange {
     /// The bytes `[from, to)` of a mapped segment.
@@ -1663,6 +1791,107 @@ mod df_table_tests {
 #[cfg(test)]
 mod read_ahead_tests {
     use super::*;
+
+    /// A format-3 segment of `n` one-document posting lists, with its key filters.
+    fn postings_segment(dir: &std::path::Path, name: &str, n: u64) -> Segment {
+        use crate::segment::{encode_postings, SegmentWriter, POSTINGS};
+        let mut w = SegmentWriter::create_version(dir, name, 4096, 3).unwrap();
+        w.begin_table(POSTINGS).unwrap();
+        let mut keys: Vec<u64> = (0..n).map(|i| crate::segment::filter::mix(i, 7)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut v = Vec::new();
+        for (i, &k) in keys.iter().enumerate() {
+            v.clear();
+            encode_postings(&[i as u32], &mut v);
+            w.add(k, &v).unwrap();
+        }
+        w.end_table().unwrap();
+        w.finish().unwrap();
+        Segment::open(dir.join(name)).unwrap()
+    }
+
+    /// A warm-up loads every segment's key filters, then checks whole segments, smallest
+    /// first, while they fit the budget; what does not fit is left to first use (damage in it
+    /// is not reached), damage in what it checks is reported and the rest still warmed; a set
+    /// stop flag warms nothing.
+    #[test]
+    fn warm_up_takes_the_filters_then_the_smallest_segments_within_its_budget() {
+        use crate::segment::POSTINGS;
+        let dir = tempfile::tempdir().unwrap();
+        let (small, mid) = (
+            postings_segment(dir.path(), "small", 3_000),
+            postings_segment(dir.path(), "mid", 20_000),
+        );
+        drop(postings_segment(dir.path(), "big", 60_000));
+        // A flipped byte in the big segment's first POSTINGS block: found by a check of every
+        // block, and by nothing else here.
+        let path = dir.path().join("big");
+        let (from, to) = Segment::open(&path)
+            .unwrap()
+            .block_range(POSTINGS, 0)
+            .unwrap();
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[((from + to) / 2) as usize] ^= 0x10;
+        std::fs::write(&path, &bytes).unwrap();
+        let open = || ["big", "small", "mid"].map(|n| Segment::open(dir.path().join(n)).unwrap());
+        let filters = |s: &Segment| s.key_filter_range().map_or(0, |(a, b)| b - a);
+        assert!(filters(&small) > 0 && small.len_bytes() < mid.len_bytes());
+        let all_filters: u64 = open().iter().map(filters).sum();
+        let rest = |s: &Segment| s.len_bytes() - filters(s);
+
+        // Room for the filters and the two smaller segments, not the big one.
+        let segs = open();
+        let refs: Vec<&Segment> = segs.iter().collect();
+        let budget = all_filters + rest(&small) + rest(&mid) + 100;
+        let w = warm_up(&refs, Some(budget), 1.0, &|| false);
+        assert!(segs.iter().all(|s| s.key_filters_loaded()));
+        assert_eq!(
+            (
+                w.segments,
+                w.filters_loaded,
+                w.filter_bytes,
+                w.segments_checked
+            ),
+            (3, 3, all_filters, 2)
+        );
+        assert_eq!(w.checked_bytes, small.len_bytes() + mid.len_bytes());
+        assert_eq!(w.left_bytes, segs[0].len_bytes());
+        assert!(w.errors.is_empty(), "{:?}", w.errors);
+        assert!(
+            w.to_string().contains("left to be checked on first use"),
+            "{w}"
+        );
+
+        // Without a budget everything is checked: the damage is reported, the rest warmed.
+        let segs = open();
+        let refs: Vec<&Segment> = segs.iter().collect();
+        let w = warm_up(&refs, None, 0.25, &|| false);
+        assert_eq!((w.filters_loaded, w.segments_checked), (3, 2));
+        assert_eq!(w.errors.len(), 1, "{:?}", w.errors);
+        assert!(w.errors[0].contains("big"), "{:?}", w.errors);
+        assert_eq!(w.left_bytes, segs[0].len_bytes());
+
+        // Half the filters' room: only the filters that fit, in order, and no segment.
+        let w = warm_up(&refs[1..], Some(filters(&small) + 1), 1.0, &|| false);
+        assert_eq!((w.filters_loaded, w.segments_checked), (1, 0));
+
+        // A share of 0, or a stop flag already set: nothing.
+        let segs = open();
+        let refs: Vec<&Segment> = segs.iter().collect();
+        for w in [
+            warm_up(&refs, Some(1 << 40), 0.0, &|| false),
+            warm_up(&refs, None, 0.0, &|| false),
+            warm_up(&refs, None, 1.0, &|| true),
+        ] {
+            assert_eq!((w.filters_loaded, w.segments_checked), (0, 0), "{w:?}");
+            assert_eq!(
+                w.left_bytes,
+                segs.iter().map(|s| s.len_bytes()).sum::<u64>()
+            );
+        }
+        assert!(segs.iter().all(|s| !s.key_filters_loaded()));
+    }
 
     /// The plan takes ranges in order while they fit in the budget (`share` of the available
     /// memory), skips one that does not (a later smaller one may still fit) and empty ones,

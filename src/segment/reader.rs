@@ -92,6 +92,9 @@ pub struct Segment {
     /// Filter lookups made one at a time before `filters` was loaded
     /// ([`Segment::filter_slots`]): once they are worth a pass over the table, the pass is made.
     filter_point_lookups: AtomicU64,
+    /// Set once [`Segment::load_key_filters`] has begun the pass (on another thread, say):
+    /// lookups made meanwhile keep looking their filters up alone rather than wait for it.
+    filter_pass_begun: AtomicBool,
     /// Whether a FORWARD list's rank mapping first asks for the POSTINGS blocks it will read
     /// ([`Segment::read_ranks_ahead`]).
     rank_read_ahead: AtomicBool,
@@ -325,6 +328,7 @@ impl Segment {
             version: footer.version,
             filters: OnceLock::new(),
             filter_point_lookups: AtomicU64::new(0),
+            filter_pass_begun: AtomicBool::new(false),
             rank_read_ahead: AtomicBool::new(false),
             ranks: OnceLock::new(),
             rank_blocks: OnceLock::new(),
@@ -476,8 +480,18 @@ impl Segment {
     /// calls it while the batch is still read, so that this first touch of the filters'
     /// pages, cold after a dropped page cache, overlaps the front end instead of opening the
     /// matching stage. A damaged table is reported by the lookups that reach it, as before.
+    /// Lookups made on other threads while the pass runs look their filters up alone
+    /// ([`Segment::filter_slots`]) instead of waiting for it: a server's warm-up makes the
+    /// pass off its requests' path.
     pub fn load_key_filters(&self) {
+        self.begin_filter_pass();
         let _ = self.filters.get_or_init(|| self.load_filters());
+    }
+
+    /// From now on no lookup makes the key filters' pass: [`Segment::load_key_filters`] makes
+    /// it (it calls this first).
+    pub(super) fn begin_filter_pass(&self) {
+        self.filter_pass_begun.store(true, Ordering::Release);
     }
 
     /// Asks the kernel to read the bytes `[from, to)` of the file into the page cache ahead
@@ -982,13 +996,18 @@ impl Segment {
     /// The key filters' slots for `lookups` more filter lookups: loaded already, or loaded now
     /// when the lookups made one at a time so far (these included) are worth the pass over the
     /// table that loading is ([`FILTER_POINT_BYTES`] of the table each); `None` while they are
-    /// not, and the caller looks the filters up one at a time ([`Segment::point_may_contain`]).
+    /// not (or while [`Segment::load_key_filters`] makes the pass on another thread), and the
+    /// caller looks the filters up one at a time ([`Segment::point_may_contain`]).
     /// So a few queries (a `query` command, a server's first requests) read the few filters
     /// they need instead of every filter of the segment (2.6 GB at 10M documents), and a
     /// reader that checks many keys pays for the pass once, as before.
     fn filter_slots(&self, lookups: u64) -> Option<&FilterSlots> {
         if let Some(s) = self.filters.get() {
             return Some(s);
+        }
+        if self.filter_pass_begun.load(Ordering::Acquire) {
+            // The pass runs elsewhere ([`Segment::load_key_filters`]): do not wait for it.
+            return None;
         }
         let bytes = self.key_filter_range().map_or(0, |(from, to)| to - from);
         let made = self

@@ -1462,7 +1462,7 @@ fn write_postings(
 /// time, through table POSTINGS_FILTER's own block index: they answer exactly as the loaded
 /// filters do (single and batched lookups, the planner's block), and the filters are loaded
 /// once the lookups made alone are worth the pass ([`reader::FILTER_POINT_BYTES`] of the
-/// table each).
+/// table each), but not by a lookup while another thread makes it.
 #[test]
 fn point_filter_lookups_answer_as_the_loaded_filters() {
     let dir = tempfile::tempdir().unwrap();
@@ -1523,6 +1523,29 @@ fn point_filter_lookups_answer_as_the_loaded_filters() {
         }
         assert!(point.key_filters_loaded(), "format {v}: never loaded");
         assert_eq!(many(&point), many(&loaded), "format {v}");
+
+        // A pass begun on another thread (a server's warm-up): lookups meanwhile keep
+        // looking the filters up alone, past the point where they would make the pass
+        // themselves, and answer the same; lookups made while the pass runs answer the same.
+        let begun = Segment::open(&path).unwrap();
+        begun.begin_filter_pass();
+        for &k in &keys[..2 * budget] {
+            assert!(begun.get(POSTINGS, k).unwrap().is_some());
+        }
+        assert_eq!(many(&begun), many(&loaded), "format {v}");
+        assert!(
+            !begun.key_filters_loaded(),
+            "format {v}: a lookup made the pass"
+        );
+        let racing = Segment::open(&path).unwrap();
+        std::thread::scope(|sc| {
+            sc.spawn(|| racing.load_key_filters());
+            for &k in &probe {
+                assert_eq!(list(&racing, k), list(&loaded, k), "format {v} key {k}");
+            }
+            assert_eq!(many(&racing), many(&loaded), "format {v}");
+        });
+        assert!(racing.key_filters_loaded(), "format {v}");
     }
 }
 

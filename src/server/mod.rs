@@ -183,8 +183,9 @@ async fn serve(
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let watcher = tokio::spawn(watch_catalog(Arc::clone(&state), stop_rx.clone()));
-    // Warm-up: check (and fault in) every block of the snapshot's segments once, in file
-    // order, on a background thread, instead of at random on each block's first query.
+    // Warm-up, on a background thread: the key filters every query reads, then whole
+    // segments' blocks checked (and faulted in) in file order, within the read-ahead budget
+    // (`view::warm_up`), instead of at random on their first queries.
     {
         let st = Arc::clone(&state);
         let stop = stop_rx.clone();
@@ -193,17 +194,24 @@ async fn serve(
             .spawn(move || {
                 let snap = st.snapshots.get();
                 let t = Instant::now();
-                for s in &snap.view().segments {
-                    if let Err(e) = s.seg.check_all_blocks(&|| *stop.borrow()) {
-                        eprintln!("ndd-index serve: warm-up: {e}");
-                    }
+                let segs: Vec<&crate::segment::Segment> =
+                    snap.view().segments.iter().map(|s| &*s.seg).collect();
+                let w = crate::view::warm_up(
+                    &segs,
+                    crate::view::mem_available(),
+                    crate::view::read_ahead_share(),
+                    &|| *stop.borrow(),
+                );
+                for e in &w.errors {
+                    eprintln!("ndd-index serve: warm-up: {e}");
                 }
                 st.metrics.warm.store(true, Relaxed);
                 eprintln!(
-                    "ndd-index serve: warm-up: {} segments checked in {:.1} s",
-                    snap.view().segments.len(),
+                    "ndd-index serve: warm-up in {:.1} s: {w}",
                     t.elapsed().as_secs_f64()
                 );
+                drop(segs);
+                st.snapshots.put_back(snap);
             })
             .map_err(|e| Error::io("<warm-up thread>", e))?;
     }
@@ -311,12 +319,18 @@ async fn watch_catalog(st: Arc<AppState>, mut stop: tokio::sync::watch::Receiver
                     return None; // try again at the next tick
                 }
             };
-            // Check (and fault in) the new segments' blocks before any query uses them, in
-            // file order, here rather than on the queries' first use.
-            for seg in &new_segments {
-                if let Err(e) = seg.check_all_blocks(&|| false) {
-                    eprintln!("ndd-index serve: checking a new segment: {e}");
-                }
+            // Warm the new segments (their key filters, then their blocks checked and faulted
+            // in, within the read-ahead budget) before any query uses them, here rather than
+            // on the queries' first use.
+            let segs: Vec<&crate::segment::Segment> = new_segments.iter().map(|s| &**s).collect();
+            let w = crate::view::warm_up(
+                &segs,
+                crate::view::mem_available(),
+                crate::view::read_ahead_share(),
+                &|| false,
+            );
+            for e in &w.errors {
+                eprintln!("ndd-index serve: checking a new segment: {e}");
             }
             let _g = st2.writer.swap.lock().unwrap_or_else(|p| p.into_inner());
             let installed = st2.snapshots.get();
