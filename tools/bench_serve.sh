@@ -29,6 +29,9 @@
 # Env: DOCS=1000000 PARTS=4 MEM=512MiB PORT=7911 SECS=30 CLIENTS=8 THREADS=2 NIGHTLY_DOCS=20000
 #      QUERY_MB=100 BIG_DOCS=200 ONLY_BUILD=1 (build the index and inputs, run nothing)
 #      NIGHTLY_FLAGS=--background (extra flags of the nightly ingest)
+#      QUERY_SRC=DIR|FILE.warc (the query pages; default WORK_DIR/query.warc. With an index built
+#      elsewhere, e.g. the 10M run's copied to WORK_DIR/ix with a WORK_DIR/ix/BUILT file, give
+#      the pages that run kept: QUERY_SRC=OUT/queries)
 set -euo pipefail
 BIN=$(cd "$1" && pwd); W=$2
 DOCS=${DOCS:-1000000}; PARTS=${PARTS:-4}; MEM=${MEM:-512MiB}; PORT=${PORT:-7911}
@@ -115,7 +118,8 @@ run() {
   echo "$line" | tee -a "$SUMMARY"
 }
 Q='threshold=0.5&top=10'
-run query --mode query --docs "$W/query.warc" --query-args "$Q" --requests 1000000
+QUERY_SRC=${QUERY_SRC:-$W/query.warc}
+run query --mode query --docs "$QUERY_SRC" --query-args "$Q" --requests 1000000
 run query-100k --mode query --docs "$W/big" --query-args "$Q" --requests 1000000
 # The nightly ingest in another process; the query run lasts until it has finished.
 ( sleep 3; /usr/bin/time -v "$BIN/ndd-index" ingest $NIGHTLY_FLAGS --quiet --json --mem "$MEM" \
@@ -123,7 +127,7 @@ run query-100k --mode query --docs "$W/big" --query-args "$Q" --requests 1000000
   date +%s.%N > "$R/nightly.done" ) &
 NIGHTLY=$!
 SECS_SAVED=$SECS; SECS=1800
-run query-during-ingest --mode query --docs "$W/query.warc" --query-args "$Q" --requests 10000000 \
+run query-during-ingest --mode query --docs "$QUERY_SRC" --query-args "$Q" --requests 10000000 \
   --stop-file "$R/nightly.done"
 SECS=$SECS_SAVED
 wait "$NIGHTLY"

@@ -14,11 +14,14 @@
 #           seconds (default 10) idle, which gives a server's background work time to end.
 # Prints one JSON line per run (serve-load's, with "tag" and "run" added) and the server's
 # CPU seconds. The server is stopped on any exit.
-# Env: LOG=FILE (the server's stderr: its warm-up line) PORT=7913 FIRST=400 CLIENTS=8 SECS=20 WAIT=10 ARGS='threshold=0.8&top=10'
+# MODE=insert (or batch) sends check-and-inserts of QUERIES' pages instead (keys prefixed by TAG
+# and the time; this writes to the index: give it a copy, tools/index_copy.sh).
+# Env: MODE=query LOG=FILE (the server's stderr: its warm-up line) PORT=7913 FIRST=400 CLIENTS=8 SECS=20 WAIT=10 ARGS='threshold=0.8&top=10'
 set -euo pipefail
 TAG=$1; BIN=$(cd "$2" && pwd); IX=$3; Q=$4
 PORT=${PORT:-7913}; FIRST=${FIRST:-400}; CLIENTS=${CLIENTS:-8}; SECS=${SECS:-20}
-WAIT=${WAIT:-10}; ARGS=${ARGS:-threshold=0.8&top=10}
+WAIT=${WAIT:-10}; ARGS=${ARGS:-threshold=0.8&top=10}; MODE=${MODE:-query}
+KEYS="$TAG-$(date +%s)-"
 sync; echo 3 > /proc/sys/vm/drop_caches
 load=$(cut -d' ' -f1 /proc/loadavg)
 t0=$(date +%s.%N)
@@ -32,8 +35,8 @@ done
 ready=$(echo "$(date +%s.%N) - $t0" | bc)
 run() { # NAME, serve-load flags...
   local name=$1; shift
-  "$BIN/serve-load" --addr "127.0.0.1:$PORT" --docs "$Q" --mode query --clients "$CLIENTS" \
-    --query-args "$ARGS" --json "$@" |
+  "$BIN/serve-load" --addr "127.0.0.1:$PORT" --docs "$Q" --mode "$MODE" --clients "$CLIENTS" \
+    --query-args "$ARGS" --key-prefix "$KEYS$name-" --json "$@" |
     sed "s/^{/{\"tag\":\"$TAG\",\"run\":\"$name\",\"ready_s\":$ready,\"load\":$load,/"
 }
 run first --requests "$FIRST" --seconds 600
