@@ -528,9 +528,21 @@ impl Index {
 /// than the hint's snapshot and live now was live then, and the check's exact search found
 /// it at the lower threshold. A document without a usable hint is searched in full.
 fn match_with_hints(view: &View, cfg: &PairsConfig, n: &NewDocs) -> Result<Vec<Pair>> {
-    let doc_lo = n.doc_lo;
     let matcher = Matcher::new(view, cfg.sample, cfg.threshold);
-    let mut scratch = Scratch::new(view.doc_ids());
+    crate::query::with_scratch(view.doc_ids(), |scratch| {
+        match_with_scratch(view, cfg, n, &matcher, scratch)
+    })
+}
+
+/// [`match_with_hints`] with the thread's matcher scratch.
+fn match_with_scratch(
+    view: &View,
+    cfg: &PairsConfig,
+    n: &NewDocs,
+    matcher: &Matcher<'_>,
+    scratch: &mut Scratch,
+) -> Result<Vec<Pair>> {
+    let doc_lo = n.doc_lo;
     let (mut x, mut other, mut found) = (Vec::new(), Vec::new(), Vec::new());
     let mut recent: Option<(u32, View)> = None;
     let mut pairs = Vec::new();
@@ -546,7 +558,7 @@ fn match_with_hints(view: &View, cfg: &PairsConfig, n: &NewDocs) -> Result<Vec<P
                 && h.doc_ids <= doc_lo
         });
         match usable {
-            None => matcher.search(&x, |d| d > a || d < doc_lo, &mut scratch, &mut found)?,
+            None => matcher.search(&x, |d| d > a || d < doc_lo, scratch, &mut found)?,
             Some(h) => {
                 let (lo, hi) = cfg.sample.size_bounds(cfg.threshold, x.len());
                 for &b in &h.docs {
@@ -569,7 +581,7 @@ fn match_with_hints(view: &View, cfg: &PairsConfig, n: &NewDocs) -> Result<Vec<P
                 Matcher::new(since, cfg.sample, cfg.threshold).search(
                     &x,
                     |d| d >= from && (d > a || d < doc_lo),
-                    &mut scratch,
+                    scratch,
                     &mut found,
                 )?;
             }

@@ -204,17 +204,19 @@ pub(crate) fn recluster_replaced(
 /// smallest member (components of two or more).
 fn recluster(matcher: &Matcher<'_>, docs: &RoaringBitmap) -> Result<BTreeMap<u32, Vec<u32>>> {
     let view: &View = matcher.view;
-    let mut scratch = Scratch::new(view.doc_ids());
     let (mut x, mut found) = (Vec::new(), Vec::new());
     let mut edges = Vec::new();
-    for a in docs {
-        if !view.features_into(a, &mut x)? {
-            continue;
+    crate::query::with_scratch(view.doc_ids(), |scratch: &mut Scratch| -> Result<()> {
+        for a in docs {
+            if !view.features_into(a, &mut x)? {
+                continue;
+            }
+            found.clear();
+            matcher.search(&x, |d| d > a && docs.contains(d), scratch, &mut found)?;
+            edges.extend(found.iter().map(|m| (a, m.doc)));
         }
-        found.clear();
-        matcher.search(&x, |d| d > a && docs.contains(d), &mut scratch, &mut found)?;
-        edges.extend(found.iter().map(|m| (a, m.doc)));
-    }
+        Ok(())
+    })?;
     Ok(cluster::components(edges)
         .into_iter()
         .map(|g| (g[0], g))
