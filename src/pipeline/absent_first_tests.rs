@@ -381,3 +381,75 @@ fn planner_estimates_blocks_from_the_covered_key_range() {
         "blocks read {read:?}"
     );
 }
+
+/// A served query's absent-first choice (`Matcher::with_absent_first_for_queries`): the
+/// matches of the plain rarest-first choice and of brute force, for pages the index holds,
+/// near copies of them and pages new to it; a new page probes only keys no segment holds (no
+/// posting list found), and a page the index holds gives the choice up after
+/// `ABSENT_TRIAL` rare keys (no more filter checks than that per segment).
+#[test]
+fn query_absent_first_answers_as_the_plain_choice() {
+    use crate::canonicalize::DocFormat;
+    use crate::query::{Matcher, Scratch, ABSENT_TRIAL};
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = word_pages_index(tmp.path(), 1200, 122, old_word);
+    let view = ix.view();
+    let segs = view.segments.len() as u64;
+    let sample = ix.options().sample().unwrap();
+    let fresh = |d: u32, i: u32| match i {
+        _ if i < 12 => format!("site{}w{i}", d % 7), // old site words
+        _ => format!("fresh{d}x{i}"),
+    };
+    let pages: Vec<(&str, String)> = (0..10u32)
+        .map(|d| ("held", html((0..122).map(|i| old_word(d, i)))))
+        .chain((100..110u32).map(|d| ("near", edited(d, 9, "near", |i| old_word(d, i)))))
+        .chain((0..10u32).map(|d| ("new", html((0..122).map(|i| fresh(d, i))))))
+        .collect();
+    let (mut xb, mut scratch) = (Vec::new(), Scratch::new(0));
+    for t in ["0.5", "0.8"] {
+        let threshold = t.parse().unwrap();
+        for (i, (kind, page)) in pages.iter().enumerate() {
+            let p = ix
+                .prepare(&format!("q{i}"), page.as_bytes(), DocFormat::Html, None)
+                .unwrap();
+            let x = &p.fp.features;
+            let mut want = Vec::new();
+            for b in 0..view.doc_ids() {
+                if view.is_live(b) && view.features_into(b, &mut xb).unwrap() {
+                    if let Some(ov) = sample.verify(x, &xb, threshold) {
+                        want.push((b, ov.inter));
+                    }
+                }
+            }
+            let search = |m: &Matcher<'_>, scratch: &mut Scratch| {
+                let mut found = Vec::new();
+                m.search(x, |_| true, scratch, &mut found).unwrap();
+                let mut got: Vec<(u32, u64)> = found.iter().map(|m| (m.doc, m.inter)).collect();
+                got.sort_unstable();
+                got
+            };
+            let plain = Matcher::new(view, sample, threshold);
+            assert_eq!(search(&plain, &mut scratch), want, "t {t} {kind} page {i}");
+            Scratch::counters_only(&mut scratch);
+            let absent = Matcher::new(view, sample, threshold).with_absent_first_for_queries();
+            assert_eq!(search(&absent, &mut scratch), want, "t {t} {kind} page {i}");
+            let c = Scratch::counters_only(&mut scratch);
+            match *kind {
+                "held" => {
+                    assert!(!want.is_empty(), "t {t} page {i}");
+                    assert_eq!(c.probes_absent, 0, "t {t} page {i}: gave up");
+                    assert!(
+                        c.filter_checks <= ABSENT_TRIAL as u64 * segs,
+                        "t {t} page {i}"
+                    );
+                }
+                "new" => {
+                    assert!(want.is_empty(), "t {t} page {i}");
+                    assert!(c.probes_absent > 0, "t {t} page {i}");
+                    assert_eq!(c.lists_found, 0, "t {t} page {i}: read no posting list");
+                }
+                _ => {}
+            }
+        }
+    }
+}

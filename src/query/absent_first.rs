@@ -25,7 +25,15 @@ use super::{Matcher, Scratch};
 impl<'v> Matcher<'v> {
     /// Fills `scratch.order` with `probes` keys of the sorted feature set `x`, absent-first
     /// against the segments `self.absent_in` (see the module docs). `probes < x.len()`.
-    pub(super) fn choose_absent_first(&self, x: &[u64], probes: usize, scratch: &mut Scratch) {
+    /// Returns false, with `scratch.order` left empty, when it gives up
+    /// ([`Matcher::absent_give_up`]): the first [`super::ABSENT_TRIAL`] rare keys
+    /// were mostly present.
+    pub(super) fn choose_absent_first(
+        &self,
+        x: &[u64],
+        probes: usize,
+        scratch: &mut Scratch,
+    ) -> bool {
         let segs = &self.view.segments;
         let mut checks = 0u64;
         // 1 when some old segment may hold `k` (checking stops at the first), else 0.
@@ -42,6 +50,7 @@ impl<'v> Matcher<'v> {
         let ranked = &mut scratch.ranked;
         ranked.clear();
         let mut free = 0usize;
+        let mut rare = 0usize;
         for &k in x {
             let w = self.view.probe_weight(k);
             if w > 0 {
@@ -50,9 +59,15 @@ impl<'v> Matcher<'v> {
             }
             let c = count(k);
             free += (c == 0) as usize;
+            rare += 1;
             ranked.push((0, c, k));
             if free == probes {
                 break;
+            }
+            if self.absent_give_up && rare == super::ABSENT_TRIAL && free * 4 < rare {
+                scratch.filter_checks += checks;
+                scratch.order.clear();
+                return false;
             }
         }
         if free == probes {
@@ -73,5 +88,6 @@ impl<'v> Matcher<'v> {
         scratch.probes_absent += ranked.iter().filter(|e| e.1 == 0).count() as u64;
         scratch.order.clear();
         (scratch.order).extend(ranked.iter().map(|&(w, _, k)| (w, k)));
+        true
     }
 }

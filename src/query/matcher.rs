@@ -193,7 +193,16 @@ pub struct Matcher<'v> {
     /// Indexes into `view.segments` of the "old" segments whose key filters order the probe
     /// keys absent-first ([`Matcher::with_absent_first`]); empty: the plain rarest-first order.
     pub absent_in: Vec<usize>,
+    /// Whether the absent-first choice gives up for the plain one when the first
+    /// [`ABSENT_TRIAL`] rare keys are mostly present ([`Matcher::with_absent_first_for_queries`]).
+    pub absent_give_up: bool,
 }
+
+/// Rare keys an absent-first choice that may give up ([`Matcher::absent_give_up`]) checks
+/// before it decides: if fewer than half of them are absent, the page is a (near-)copy of
+/// indexed pages, and checking its every key against every segment would cost more than the
+/// plain choice's reads.
+pub const ABSENT_TRIAL: usize = 16;
 
 impl<'v> Matcher<'v> {
     pub fn new(view: &'v View, sample: Sample, threshold: Threshold) -> Self {
@@ -203,6 +212,7 @@ impl<'v> Matcher<'v> {
             threshold,
             max_df: None,
             absent_in: Vec::new(),
+            absent_give_up: false,
         }
     }
 
@@ -223,6 +233,20 @@ impl<'v> Matcher<'v> {
             .map(|(i, _)| i)
             .collect();
         self
+    }
+
+    /// The same matcher choosing a single query's probes absent-first against every segment,
+    /// the smallest segments asked first (a copy of a page added lately is found present
+    /// there at once), and giving the choice up for the plain one when the first keys are
+    /// mostly present ([`ABSENT_TRIAL`]): a page new to the index then reads no posting block,
+    /// and one the index holds costs a few filter checks more than the plain choice.
+    pub fn with_absent_first_for_queries(self) -> Self {
+        let ids = self.view.doc_ids();
+        let mut m = self.with_absent_first(ids);
+        let segs = &m.view.segments;
+        m.absent_in.sort_by_key(|&i| (segs[i].seg.len_bytes(), i));
+        m.absent_give_up = true;
+        m
     }
 
     /// Document frequency of `key` for the commonality limit: the sum of its posting lengths
@@ -343,13 +367,22 @@ impl<'v> Matcher<'v> {
         } else if let Some(limit) = self.max_df {
             self.choose_under_limit(x, probes, limit, scratch)?;
         } else if !self.absent_in.is_empty() && probes < n {
-            self.choose_absent_first(x, probes, scratch);
-        } else if self.view.frequent.is_empty() || probes == n {
+            if !self.choose_absent_first(x, probes, scratch) {
+                self.choose_rarest(x, probes, scratch);
+            }
+        } else {
+            self.choose_rarest(x, probes, scratch);
+        }
+        Ok(true)
+    }
+
+    /// The plain choice: `probes` keys of `x`, rarest first.
+    fn choose_rarest(&self, x: &[u64], probes: usize, scratch: &mut Scratch) {
+        if self.view.frequent.is_empty() || probes == x.len() {
             scratch.order.extend(x.iter().take(probes).map(|&k| (0, k)));
         } else {
             self.choose_plain(x, probes, scratch);
         }
-        Ok(true)
     }
 
     /// Appends to `out` every live document `d` with `accept(d)` whose similarity to the sorted

@@ -5,7 +5,7 @@ mod probe_ranks;
 mod verify;
 
 pub use matcher::per_segment::{PreWalk, SegmentProbes, NEW_SEGMENTS, WALK_SLACK_ENV};
-pub use matcher::{Match, Matcher, Scratch};
+pub use matcher::{Match, Matcher, Scratch, ABSENT_TRIAL};
 pub use probe_ranks::{FrequentRanks, RankWeights};
 pub use verify::{compares_by_order, verify_candidate, verify_listed, DocLists, Own, VerifyCounts};
 
@@ -178,7 +178,13 @@ impl Index {
             Some(0) => None,
             Some(n) => Some(n),
         };
-        let matcher = Matcher::new(view, fp_opts.sample, opts.threshold).with_max_df(max_df);
+        // Probes absent-first (`Matcher::with_absent_first_for_queries`): a page new to the
+        // index has plenty of shingles no segment holds (by the key filters), and probing
+        // those reads no posting block. Any `|A| - m + 1` features find every similar
+        // document (`absent_first.rs`), so the answer is the same.
+        let matcher = Matcher::new(view, fp_opts.sample, opts.threshold)
+            .with_max_df(max_df)
+            .with_absent_first_for_queries();
         let mut found = Vec::new();
         with_scratch(view.doc_ids(), |scratch| {
             let r = matcher.search(&fp.features, |_| true, scratch, &mut found);
