@@ -386,7 +386,8 @@ fn planner_estimates_blocks_from_the_covered_key_range() {
 /// matches of the plain rarest-first choice and of brute force, for pages the index holds,
 /// near copies of them and pages new to it; a new page probes only keys no segment holds (no
 /// posting list found), and a page the index holds gives the choice up after
-/// `ABSENT_TRIAL` rare keys (no more filter checks than that per segment).
+/// `ABSENT_TRIAL` rare keys (no more filter checks than that per segment); before the key
+/// filters are loaded, the plain choice.
 #[test]
 fn query_absent_first_answers_as_the_plain_choice() {
     use crate::canonicalize::DocFormat;
@@ -406,6 +407,18 @@ fn query_absent_first_answers_as_the_plain_choice() {
         .chain((0..10u32).map(|d| ("new", html((0..122).map(|i| fresh(d, i))))))
         .collect();
     let (mut xb, mut scratch) = (Vec::new(), Scratch::new(0));
+    // Before the key filters are loaded (a one-shot `query`), the plain choice.
+    let p = ix
+        .prepare("q", pages[25].1.as_bytes(), DocFormat::Html, None)
+        .unwrap();
+    let m = Matcher::new(view, sample, "0.8".parse().unwrap()).with_absent_first_for_queries();
+    assert!(m.absent_in.is_empty());
+    m.search(&p.fp.features, |_| true, &mut scratch, &mut Vec::new())
+        .unwrap();
+    assert_eq!(Scratch::counters_only(&mut scratch).filter_checks, 0);
+    for s in &view.segments {
+        s.seg.load_key_filters();
+    }
     for t in ["0.5", "0.8"] {
         let threshold = t.parse().unwrap();
         for (i, (kind, page)) in pages.iter().enumerate() {

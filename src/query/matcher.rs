@@ -236,14 +236,20 @@ impl<'v> Matcher<'v> {
     }
 
     /// The same matcher choosing a single query's probes absent-first against every segment,
-    /// the smallest segments asked first (a copy of a page added lately is found present
-    /// there at once), and giving the choice up for the plain one when the first keys are
-    /// mostly present ([`ABSENT_TRIAL`]): a page new to the index then reads no posting block,
-    /// and one the index holds costs a few filter checks more than the plain choice.
+    /// the smallest asked first (a copy of a page added lately is found present there at
+    /// once), and giving the choice up for the plain one when the first keys are mostly
+    /// present ([`ABSENT_TRIAL`]): a page new to the index then reads no posting block, and
+    /// one the index holds costs a few filter checks more than the plain choice. Only where
+    /// some segment's key filters are loaded (a server's, after its warm-up): in a one-shot
+    /// `query` each of those filter checks would be a read from the disk, so it keeps the
+    /// plain choice.
     pub fn with_absent_first_for_queries(self) -> Self {
         let ids = self.view.doc_ids();
         let mut m = self.with_absent_first(ids);
         let segs = &m.view.segments;
+        if !segs.iter().any(|s| s.seg.key_filters_loaded()) {
+            m.absent_in.clear();
+        }
         m.absent_in.sort_by_key(|&i| (segs[i].seg.len_bytes(), i));
         m.absent_give_up = true;
         m
