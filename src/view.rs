@@ -1226,12 +1226,17 @@ pub fn mem_available() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// Bytes a read-ahead may ask for: `share` (clamped to [0, 1]) of `mem_available`.
+pub fn read_ahead_budget(mem_available: u64, share: f64) -> u64 {
+    (mem_available as f64 * share.clamp(0.0, 1.0)) as u64
+}
+
 /// Which of the ranges of `sizes` bytes (in the order they will be needed) a read-ahead asks
 /// for: in order, each that still fits in `share * mem_available` bytes together with the
 /// ones taken before it. A range that does not fit is left to be read on use (later smaller
 /// ones may still fit); empty ranges are skipped. The rule that bounds every read-ahead.
 pub fn prefetch_plan(sizes: &[u64], mem_available: u64, share: f64) -> Vec<usize> {
-    let budget = (mem_available as f64 * share.clamp(0.0, 1.0)) as u64;
+    let budget = read_ahead_budget(mem_available, share);
     let mut used = 0u64;
     let mut take = Vec::new();
     for (i, &n) in sizes.iter().enumerate() {
@@ -1308,8 +1313,7 @@ pub fn warm_up(
         Some(m) => prefetch_plan(&sizes, m, share),
         None => (0..sizes.len()).filter(|&i| sizes[i] > 0).collect(),
     };
-    out.budget_bytes =
-        mem_available.map_or(u64::MAX, |m| (m as f64 * share.clamp(0.0, 1.0)) as u64);
+    out.budget_bytes = mem_available.map_or(u64::MAX, |m| read_ahead_budget(m, share));
     let mut whole = vec![false; segments.len()];
     for &r in &take {
         if r >= segments.len() {
