@@ -677,6 +677,7 @@ impl View {
         for (path, entry) in new {
             if entry.doc_hi > entry.doc_lo {
                 let seg = Segment::open(&path)?;
+                seg.mark_cached(); // this process's own, just written
                 frequent.add(&seg)?;
                 segments.push(LiveSegment {
                     entry,
@@ -951,6 +952,13 @@ impl View {
         self.sizes.reads_forward()
     }
 
+    /// Whether a search asks for the blocks it will read together before reading the first:
+    /// in a view for lookups, and where a segment is mapped for random access and not read
+    /// whole by a warm-up (`Segment::reads_ahead`).
+    pub fn reads_ahead(&self) -> bool {
+        self.for_lookups() || self.segments.iter().any(|s| s.seg.reads_ahead())
+    }
+
     /// Feature count of a document (0 when unknown, or when its FORWARD list cannot be read in
     /// a view that reads sizes from there: [`View::doc_size`] reports that).
     pub fn size(&self, doc: u32) -> u32 {
@@ -1022,11 +1030,13 @@ impl View {
     /// after another, and from a cold page cache each one's FORWARD list would otherwise be a
     /// disk read the next one waits behind.
     pub fn read_forward_ahead(&self, docs: &[u32]) {
+        let all = self.for_lookups();
         for &d in docs {
             if let Some((si, bi)) = self.forward_block(d) {
-                self.segments[si]
-                    .seg
-                    .read_table_block_ahead(segment::FORWARD, bi);
+                let seg = &self.segments[si].seg;
+                if all || seg.reads_ahead() {
+                    seg.read_table_block_ahead(segment::FORWARD, bi);
+                }
             }
         }
     }
@@ -1224,6 +1234,36 @@ pub fn mem_available() -> Option<u64> {
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// Bytes of the segment files of the index at `dir` (`DIR/segments/*.ndds`; 0 for what
+/// cannot be read).
+pub fn segment_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir.join("segments")) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".ndds"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Whether a process answering lookups of the index at `dir` maps its segments for random
+/// access (`segment::advise_random_on_open`): when the segment files are larger than the
+/// memory available, so that a lookup's cold blocks come from the disk and the kernel's
+/// read-around would bring in MBs around each. An index that fits is read into the page
+/// cache whole (a server's warm-up) or by large read-arounds, which then serve every lookup
+/// (measured: random access cost a 2.9 GB index 15-20 % of its steady check-and-insert rate,
+/// and the 37 GB one gained 2.6-3.7x; BENCHMARKS.md, "Serving at 10M: reads of what lookups
+/// need"). `(bytes, available)` for the caller's message.
+pub fn lookups_want_random_access(dir: &Path) -> (bool, u64, u64) {
+    let bytes = segment_bytes(dir);
+    match mem_available() {
+        Some(mem) => (bytes > mem, bytes, mem),
+        None => (false, bytes, 0),
+    }
 }
 
 /// Bytes a read-ahead may ask for: `share` (clamped to [0, 1]) of `mem_available`.

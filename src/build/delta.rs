@@ -133,7 +133,9 @@ fn map_in(
     let written = write_temp(&dir, &name, docs, methods);
     let opened = written.and_then(|mut entry| {
         entry.id = id;
-        Ok((entry, Segment::open(&path)?))
+        let seg = Segment::open(&path)?;
+        seg.mark_cached(); // just written
+        Ok((entry, seg))
     });
     let _ = std::fs::remove_file(&path);
     Ok(Some(opened?))

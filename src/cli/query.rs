@@ -33,6 +33,10 @@ pub struct QueryArgs {
 /// Answers each file; a file that cannot be read or parsed is reported on stderr and the
 /// others are still answered (with a single file, its error is the command's).
 pub fn run(a: QueryArgs) -> Result<(), Error> {
+    // A few lookups of an index larger than memory: the blocks they read, not the kernel's
+    // read-around of MBs around each.
+    let (random, _, _) = ndd_index::view::lookups_want_random_access(&a.ix.index);
+    ndd_index::segment::advise_random_on_open(random);
     // A process that answers its files and exits: no scan of every document record at open.
     let index = Index::open_for_lookups(&a.ix.index)?;
     let req = QueryRequest {

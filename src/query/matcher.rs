@@ -506,11 +506,12 @@ impl<'v> Matcher<'v> {
         // probed keys shares at most h + (features of x not probed) with x, and `may_reach`
         // asks whether even that much would reach the threshold at B's size. No feature list
         // is read for that, except in a view for a few lookups (`View::load_for_lookups`),
-        // which reads the sizes from the FORWARD lists: their blocks (which the verification
-        // reads next) are asked for together first.
+        // which reads the sizes from the FORWARD lists. There, and where segments are mapped
+        // for random access (`View::reads_ahead`: a server), the candidates' FORWARD blocks
+        // (which the verification reads next) are asked for together first.
         let unprobed = n.saturating_sub(scratch.order.len()) as u64;
         let (lo, hi) = self.sample.size_bounds(self.threshold, n);
-        if self.view.for_lookups() && scratch.touched.len() > 1 {
+        if self.view.reads_ahead() && scratch.touched.len() > 1 {
             self.view.read_forward_ahead(&scratch.touched);
         }
         let mut unread = None;

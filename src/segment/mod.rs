@@ -41,8 +41,9 @@ pub use postings::{
     encode_postings_v1, PostingIter, PostingList, RAW_MAX, TAG_RAW, TAG_ROARING,
 };
 pub use reader::{
-    coarse_key, coarse_overlap, key_cache_share, key_cache_usage, set_key_cache_budget, Entries,
-    Segment, COARSE_BITS, DEFAULT_KEY_CACHE_BYTES, KEY_CACHE_ENV, LOOKUP_GROUP,
+    advise_random_on_open, coarse_key, coarse_overlap, key_cache_share, key_cache_usage,
+    set_key_cache_budget, Entries, Segment, COARSE_BITS, DEFAULT_KEY_CACHE_BYTES, KEY_CACHE_ENV,
+    LOOKUP_GROUP, RANDOM_ACCESS_ENV,
 };
 pub use seek::Seeker;
 pub use u64s::{

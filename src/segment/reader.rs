@@ -98,6 +98,14 @@ pub struct Segment {
     /// Whether a FORWARD list's rank mapping first asks for the POSTINGS blocks it will read
     /// ([`Segment::read_ranks_ahead`]).
     rank_read_ahead: AtomicBool,
+    /// Mapped for random access ([`advise_random_on_open`]): scans advise their range first.
+    random: bool,
+    /// Tables whose scan advised their range already (bit `id % 63`; bit 63: the whole file):
+    /// an advice changes the mapping under the process's mmap lock, so it is given once.
+    scan_advised: AtomicU64,
+    /// Every block checked by [`Segment::check_all_blocks`] (a server's warm-up: the file is
+    /// in the page cache), so its lookups no longer ask for their blocks ahead.
+    warmed: AtomicBool,
     /// The rank of every POSTINGS block's first key, and the POSTINGS entry count last (format
     /// 3: table `POSTINGS_RANKS`), loaded on first use.
     ranks: OnceLock<RankStarts>,
@@ -157,6 +165,42 @@ struct CoarseRanks {
     dir: Box<[u16]>,
     shift: u32,
     total: u64,
+}
+
+/// Environment variable overriding [`advise_random_on_open`]: `1` maps every segment this
+/// process opens for random access, `0` for the kernel's default (read-around).
+pub const RANDOM_ACCESS_ENV: &str = "NDD_RANDOM_ACCESS";
+
+/// `Segment::scan_advised`'s bit for the whole file.
+const WHOLE_FILE: u64 = 1 << 63;
+
+/// Whether segments opened from now on are mapped for random access ([`advise_random_on_open`]).
+static RANDOM_ON_OPEN: AtomicBool = AtomicBool::new(false);
+
+/// Maps the segments this process opens from now on for random access (`madvise(MADV_RANDOM)`,
+/// RocksDB's `advise_random_on_open`): a page fault reads its page, not the kernel's
+/// read-around window (`read_ahead_kb` of the device, up to several MiB) around it. For a
+/// process that answers lookups of an index larger than memory (the server, `query`:
+/// `view::lookups_want_random_access`), whose reads are a few blocks here and there: with
+/// read-around, each cold block read brings in MBs of neighbours that evict what the next
+/// lookups need. Lookups ask for the blocks they will
+/// read themselves ([`Segment::read_ahead`]). Whole-table scans in such a process (the
+/// server's warm-up and merges, a key-filter pass, the key cache) switch the range they read
+/// to sequential read-ahead first ([`Segment::begin_scan`]). [`RANDOM_ACCESS_ENV`] overrides
+/// the choice; a hint only (errors ignored, nothing off Unix).
+/// Returns the choice made (the environment's, if it overrides `on`).
+pub fn advise_random_on_open(on: bool) -> bool {
+    let on = match std::env::var(RANDOM_ACCESS_ENV)
+        .ok()
+        .as_deref()
+        .map(str::trim)
+    {
+        Some("1") => true,
+        Some("0") => false,
+        _ => on,
+    };
+    RANDOM_ON_OPEN.store(on, Ordering::Relaxed);
+    on
 }
 
 /// Environment variable: the process-wide budget in bytes for decoded POSTINGS key sequences
@@ -316,6 +360,11 @@ impl Segment {
         // truncating the file would break this, as for every mmap-based store; that is outside
         // the engine's contract.)
         let map = unsafe { Mmap::map(&file) }.at(&path)?;
+        let random = RANDOM_ON_OPEN.load(Ordering::Relaxed);
+        #[cfg(unix)]
+        if random {
+            let _ = map.advise(memmap2::Advice::Random);
+        }
         // From a cold page cache: the block indexes the checks read next, asked for at once.
         for (from, to) in block_index_ranges(&map) {
             will_need(&map, from, to);
@@ -329,7 +378,11 @@ impl Segment {
             filters: OnceLock::new(),
             filter_point_lookups: AtomicU64::new(0),
             filter_pass_begun: AtomicBool::new(false),
-            rank_read_ahead: AtomicBool::new(false),
+            // A reader of a few lists asks for their blocks together (a fault reads one page).
+            rank_read_ahead: AtomicBool::new(random),
+            random,
+            warmed: AtomicBool::new(false),
+            scan_advised: AtomicU64::new(0),
             ranks: OnceLock::new(),
             rank_blocks: OnceLock::new(),
             ranks_selected: AtomicU64::new(0),
@@ -366,6 +419,11 @@ impl Segment {
     /// start so queries do not pay each block's check, and the page faults of a cold file, at
     /// random on their first use. `stop` is polled between blocks.
     pub fn check_all_blocks(&self, stop: &dyn Fn() -> bool) -> Result<()> {
+        if self.random
+            && self.scan_advised.fetch_or(WHOLE_FILE, Ordering::Relaxed) & WHOLE_FILE == 0
+        {
+            self.begin_scan(0, self.map.len() as u64);
+        }
         for t in &self.tables {
             for bi in 0..t.blocks.len() {
                 if stop() {
@@ -374,6 +432,9 @@ impl Segment {
                 self.block(t, bi)?;
             }
         }
+        // Read whole: lookups find their blocks in the page cache, asking ahead is no use.
+        self.warmed.store(true, Ordering::Relaxed);
+        self.rank_read_ahead.store(false, Ordering::Relaxed);
         Ok(())
     }
 
@@ -463,10 +524,68 @@ impl Segment {
     /// contiguous): what a batch's filter walk reads whole. `None` for a segment without key
     /// filters (no table, or no block).
     pub fn key_filter_range(&self) -> Option<(u64, u64)> {
-        let ft = self.table(super::POSTINGS_FILTER)?;
-        let (first, last) = (ft.blocks.first()?, ft.blocks.last()?);
+        self.table_range(self.table(super::POSTINGS_FILTER)?)
+    }
+
+    /// The byte range `[from, to)` of `t`'s data blocks (contiguous); None without blocks.
+    fn table_range(&self, t: &Table) -> Option<(u64, u64)> {
+        let (first, last) = (t.blocks.first()?, t.blocks.last()?);
         let to = (last.offset + last.len as u64).min(self.map.len() as u64);
         (first.offset < to).then_some((first.offset, to))
+    }
+
+    /// Whether this segment is mapped for random access ([`advise_random_on_open`]).
+    pub fn random_access(&self) -> bool {
+        self.random
+    }
+
+    /// Says that this process has just written the file, so its pages are in the page cache:
+    /// lookups here no longer ask for their blocks ahead (as after
+    /// [`Segment::check_all_blocks`]). For the segments a process publishes and then reads:
+    /// an ingest's batch, a server's delta.
+    pub fn mark_cached(&self) {
+        self.warmed.store(true, Ordering::Relaxed);
+        self.rank_read_ahead.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether lookups here ask for the blocks they will read together first: mapped for
+    /// random access (a fault reads one page) and not read whole by
+    /// [`Segment::check_all_blocks`].
+    pub fn reads_ahead(&self) -> bool {
+        self.random && !self.warmed.load(Ordering::Relaxed)
+    }
+
+    /// Before a scan of the bytes `[from, to)` in a segment mapped for random access
+    /// ([`advise_random_on_open`]): those bytes get the kernel's sequential read-ahead
+    /// (`madvise(MADV_SEQUENTIAL)`), so the scan's page faults read large requests ahead of
+    /// it, not one page each. Nothing for a segment mapped with the default advice (whose
+    /// read-around serves scans already). A hint: errors are ignored.
+    pub fn begin_scan(&self, from: u64, to: u64) {
+        let to = to.min(self.map.len() as u64);
+        #[cfg(unix)]
+        if self.random && from < to {
+            let _ = self.map.advise_range(
+                memmap2::Advice::Sequential,
+                from as usize,
+                (to - from) as usize,
+            );
+        }
+        #[cfg(not(unix))]
+        let _ = (from, to);
+    }
+
+    /// [`Segment::begin_scan`] of table `t`'s blocks, the first time only.
+    fn begin_table_scan(&self, t: &Table) {
+        if !self.random {
+            return;
+        }
+        let bit = 1u64 << (t.meta.id % 63);
+        if self.scan_advised.fetch_or(bit, Ordering::Relaxed) & (bit | WHOLE_FILE) != 0 {
+            return;
+        }
+        if let Some((from, to)) = self.table_range(t) {
+            self.begin_scan(from, to);
+        }
     }
 
     /// Whether this segment's key filters are decoded already (its `filters` slots): then
@@ -1088,6 +1207,7 @@ impl Segment {
         let at = ft.blocks.first().map_or(0, |b| b.offset);
         // The pass reads the whole table: map it in one call (no fault per 4 KiB page), and
         // from a cold page cache as one read-ahead of the whole range.
+        self.begin_table_scan(ft);
         #[cfg(target_os = "linux")]
         self.advise_key_filters(memmap2::Advice::PopulateRead);
         let base = self.map.as_ptr() as usize;
@@ -1785,6 +1905,7 @@ impl Segment {
         if starts.len() != blocks + 1 || !take_key_cache_budget(total * 8) {
             return None;
         }
+        self.begin_table_scan(t);
         let mut keys = vec![0u64; total as usize];
         let mut parts: Vec<(usize, &mut [u64])> = Vec::with_capacity(blocks / KEY_CACHE_GROUP + 1);
         let mut rest = &mut keys[..];
@@ -1879,6 +2000,9 @@ impl Segment {
 
     /// All entries of `table` in key order.
     pub fn iter(&self, table: u32) -> Entries<'_> {
+        if let Some(t) = self.table(table) {
+            self.begin_table_scan(t);
+        }
         self.range(table, 0, u64::MAX)
     }
 

@@ -1821,3 +1821,110 @@ fn scans_ahead_equal_plain_scans_whole_and_damaged() {
     }
     assert!(checked > 10, "{checked} damaged scans");
 }
+
+/// The kernel's flags of the mapping that holds `addr` (`/proc/self/smaps`, its `VmFlags`
+/// line: `rr` for random access, `sr` for sequential).
+#[cfg(target_os = "linux")]
+fn vm_flags(addr: usize) -> Vec<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split(' ').next().unwrap_or("");
+        if let Some((a, b)) = first.split_once('-') {
+            if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) {
+                inside = a <= addr && addr < b;
+                continue;
+            }
+        }
+        if let (true, Some(flags)) = (inside, line.strip_prefix("VmFlags:")) {
+            return flags.split_whitespace().map(String::from).collect();
+        }
+    }
+    panic!("no mapping holds {addr:#x}");
+}
+
+/// A segment mapped for random access (`advise_random_on_open`: the server, `query`) answers
+/// as one mapped with the default advice; its scans (a key-filter pass, `iter`,
+/// `check_all_blocks`) give their ranges sequential read-ahead first and leave the rest
+/// random. The kernel's flags of the mapping say which advice holds where.
+#[test]
+#[cfg(target_os = "linux")]
+fn random_access_segments_answer_as_default_ones_and_scans_advise_their_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let postings = pair_postings(200_000, 7, |i| filter_test_mix(i) | 1);
+    let path = write_postings(dir.path(), "r", &postings, DEFAULT_BLOCK_TARGET, 3);
+    let plain = Segment::open(&path).unwrap();
+    // The flag is process-wide: other tests opening segments meanwhile only get the advice.
+    advise_random_on_open(true);
+    let random = Segment::open(&path);
+    advise_random_on_open(false);
+    let random = random.unwrap();
+    let flags = |s: &Segment, offset: u64| vm_flags(s.map.as_ptr() as usize + offset as usize);
+    let has = |f: &[String], flag: &str| f.iter().any(|x| x == flag);
+    assert!(!has(&flags(&plain, 0), "rr"), "{:?}", flags(&plain, 0));
+    if std::env::var(RANDOM_ACCESS_ENV).is_ok() {
+        return; // the environment chose the advice
+    }
+    assert!(has(&flags(&random, 0), "rr"), "{:?}", flags(&random, 0));
+    assert!(random.reads_ahead() && !plain.reads_ahead());
+
+    let list = |s: &Segment, k: u64| {
+        s.get_postings(POSTINGS, k)
+            .unwrap()
+            .map(|l| l.iter().collect::<Vec<u32>>())
+    };
+    let keys: Vec<u64> = postings.keys().copied().step_by(97).collect();
+    for &k in &keys {
+        assert_eq!(list(&random, k), list(&plain, k), "key {k}");
+        assert_eq!(list(&random, k ^ 2), list(&plain, k ^ 2), "key {}", k ^ 2);
+    }
+    assert!(has(&flags(&random, 0), "rr"), "lookups leave the advice");
+
+    // The key-filter pass: its table sequential, the POSTINGS blocks before it still random.
+    random.load_key_filters();
+    let (from, to) = random.key_filter_range().unwrap();
+    assert!(from > 8192, "the filters follow the POSTINGS blocks");
+    for at in [from, (from + to) / 2, to - 1] {
+        let f = flags(&random, at);
+        assert!(has(&f, "sr") && !has(&f, "rr"), "filters at {at}: {f:?}");
+    }
+    assert!(has(&flags(&random, 0), "rr"));
+    for &k in &keys {
+        assert_eq!(
+            random.postings_block_for(k).unwrap(),
+            plain.postings_block_for(k).unwrap()
+        );
+    }
+
+    // A whole-table scan gives the same entries and advises its table; a check of every
+    // block advises the whole file.
+    let entries = |s: &Segment| {
+        s.iter(POSTINGS)
+            .map(|e| e.map(|(k, v)| (k, v.to_vec())))
+            .collect::<crate::error::Result<Vec<_>>>()
+            .unwrap()
+    };
+    assert_eq!(entries(&random), entries(&plain));
+    assert!(has(&flags(&random, 0), "sr"), "{:?}", flags(&random, 0));
+    assert!(
+        random.reads_ahead(),
+        "a scan of one table is not the whole file read"
+    );
+    random.check_all_blocks(&|| false).unwrap();
+    let end = random.len_bytes() - 1;
+    assert!(has(&flags(&random, end), "sr"), "{:?}", flags(&random, end));
+    assert!(
+        !random.reads_ahead(),
+        "read whole: its lookups find their blocks cached"
+    );
+    assert!(random.verify().is_ok());
+
+    // A segment this process has just written is in the page cache: no reads ahead.
+    advise_random_on_open(true);
+    let written = Segment::open(&path);
+    advise_random_on_open(false);
+    let written = written.unwrap();
+    assert!(written.reads_ahead());
+    written.mark_cached();
+    assert!(!written.reads_ahead() && written.random_access());
+}

@@ -130,6 +130,18 @@ type St = State<Arc<AppState>>;
 /// Runs the server until SIGTERM or Ctrl-C. `on_listening` gets the bound address (port 0
 /// picks a free one) before the first request is accepted.
 pub fn run(cfg: ServeConfig, on_listening: impl FnOnce(SocketAddr)) -> Result<()> {
+    // A server's reads are lookups: of an index larger than memory, a few blocks here and
+    // there from the disk, not the kernel's read-around of MBs around each (its scans advise
+    // their own ranges).
+    let (random, bytes, mem) = crate::view::lookups_want_random_access(&cfg.index);
+    if crate::segment::advise_random_on_open(random) {
+        eprintln!(
+            "ndd-index serve: segments mapped for random access (index {:.2} GB, {:.2} GB of \
+             memory available)",
+            bytes as f64 / 1e9,
+            mem as f64 / 1e9
+        );
+    }
     let index = Index::open(&cfg.index)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.threads.max(1))
