@@ -419,9 +419,7 @@ impl Segment {
     /// start so queries do not pay each block's check, and the page faults of a cold file, at
     /// random on their first use. `stop` is polled between blocks.
     pub fn check_all_blocks(&self, stop: &dyn Fn() -> bool) -> Result<()> {
-        if self.random
-            && self.scan_advised.fetch_or(WHOLE_FILE, Ordering::Relaxed) & WHOLE_FILE == 0
-        {
+        if self.first_scan(WHOLE_FILE) {
             self.begin_scan(0, self.map.len() as u64);
         }
         for t in &self.tables {
@@ -576,16 +574,18 @@ impl Segment {
 
     /// [`Segment::begin_scan`] of table `t`'s blocks, the first time only.
     fn begin_table_scan(&self, t: &Table) {
-        if !self.random {
-            return;
-        }
-        let bit = 1u64 << (t.meta.id % 63);
-        if self.scan_advised.fetch_or(bit, Ordering::Relaxed) & (bit | WHOLE_FILE) != 0 {
+        if !self.first_scan(1 << (t.meta.id % 63)) {
             return;
         }
         if let Some((from, to)) = self.table_range(t) {
             self.begin_scan(from, to);
         }
+    }
+
+    /// Whether a scan of what `bit` of `scan_advised` stands for is the first to advise it
+    /// (false for a segment mapped with the default advice, or once the whole file was).
+    fn first_scan(&self, bit: u64) -> bool {
+        self.random && self.scan_advised.fetch_or(bit, Ordering::Relaxed) & (bit | WHOLE_FILE) == 0
     }
 
     /// Whether this segment's key filters are decoded already (its `filters` slots): then
