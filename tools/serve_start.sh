@@ -13,7 +13,8 @@
 #   steady: SECS seconds (default 20) of the same clients on the same pages, after WAIT
 #           seconds (default 10) idle, which gives a server's background work time to end.
 # Prints one JSON line per run (serve-load's, with "tag" and "run" added) and the server's
-# CPU seconds. The server is stopped on any exit.
+# CPU seconds and major page faults (disk reads of its mappings), in all and in the steady run.
+# The server is stopped on any exit.
 # MODE=insert (or batch) sends check-and-inserts of QUERIES' pages instead (keys prefixed by TAG
 # and the time; this writes to the index: give it a copy, tools/index_copy.sh).
 # Env: MODE=query LOG=FILE (the server's stderr: its warm-up line) PORT=7913 FIRST=400 CLIENTS=8 SECS=20 WAIT=10 ARGS='threshold=0.8&top=10'
@@ -39,8 +40,11 @@ run() { # NAME, serve-load flags...
     --query-args "$ARGS" --key-prefix "$KEYS$name-" --json "$@" |
     sed "s/^{/{\"tag\":\"$TAG\",\"run\":\"$name\",\"ready_s\":$ready,\"load\":$load,/"
 }
+# The server's CPU seconds and major page faults (reads from the disk) so far.
+stat() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f %d", ($14 + $15) / hz, $12}' /proc/$srv/stat; }
 run first --requests "$FIRST" --seconds 600
 sleep "$WAIT"
+read -r cpu0 flt0 <<< "$(stat)"
 run steady --requests 10000000 --seconds "$SECS"
-ticks=$(awk '{print $14 + $15}' /proc/$srv/stat)
-echo "{\"tag\":\"$TAG\",\"server_cpu_s\":$(echo "scale=2; $ticks / $(getconf CLK_TCK)" | bc)}"
+read -r cpu1 flt1 <<< "$(stat)"
+echo "{\"tag\":\"$TAG\",\"server_cpu_s\":$cpu1,\"steady_cpu_s\":$(echo "$cpu1 - $cpu0" | bc),\"majflt\":$flt1,\"steady_majflt\":$((flt1 - flt0))}"
