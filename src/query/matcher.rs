@@ -506,12 +506,16 @@ impl<'v> Matcher<'v> {
         // probed keys shares at most h + (features of x not probed) with x, and `may_reach`
         // asks whether even that much would reach the threshold at B's size. No feature list
         // is read for that, except in a view for a few lookups (`View::load_for_lookups`),
-        // which reads the sizes from the FORWARD lists. There, and where segments are mapped
-        // for random access (`View::reads_ahead`: a server), the candidates' FORWARD blocks
-        // (which the verification reads next) are asked for together first.
+        // which reads the sizes from the FORWARD lists: there every touched document's
+        // FORWARD block is asked for together first. Where segments are mapped for random
+        // access (`View::reads_ahead`: a server), the kept candidates' blocks, which the
+        // verification reads next, are asked for together after the pruning: the pruned ones'
+        // blocks are never read, so asking for them would cost a disk read each from a cold
+        // page cache, and a system call on every later query that touches them.
         let unprobed = n.saturating_sub(scratch.order.len()) as u64;
         let (lo, hi) = self.sample.size_bounds(self.threshold, n);
-        if self.view.reads_ahead() && scratch.touched.len() > 1 {
+        let sizes_read = self.view.for_lookups();
+        if sizes_read && scratch.touched.len() > 1 {
             self.view.read_forward_ahead(&scratch.touched);
         }
         let mut unread = None;
@@ -540,6 +544,9 @@ impl<'v> Matcher<'v> {
             kept += 1;
         }
         scratch.touched.truncate(kept);
+        if !sizes_read && kept > 1 && self.view.reads_ahead() {
+            self.view.read_forward_ahead(&scratch.touched);
+        }
         if let Some(e) = walked.err().or(unread) {
             scratch.touched.clear();
             return Err(e);

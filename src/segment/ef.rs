@@ -654,6 +654,7 @@ impl<'a> EfView<'a> {
 }
 
 /// Iterator over an `EfView`'s values.
+#[derive(Clone)]
 pub struct EfIter<'a> {
     high: &'a [u8],
     low: &'a [u8],

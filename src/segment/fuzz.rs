@@ -177,9 +177,53 @@ pub fn ranked_forward(dir: &Path, bytes: &[u8]) -> usize {
         .map(|(r, &k)| (k, r as u64))
         .collect();
     assert_eq!(found, want, "keys mapped to their ranks");
+    // Through the blocks, list by list, with the rank read-ahead and without: each list as
+    // it is stored, and all of them at once in no order (groups of ranks crossing blocks
+    // and lists).
+    let flat: Vec<u64> = docs.iter().rev().flatten().map(|&r| r as u64).collect();
+    let flat_keys: Vec<u64> = flat.iter().map(|&r| keys[r as usize]).collect();
+    for read_ahead in [false, true] {
+        for (d, ranks) in docs.iter().enumerate() {
+            let ranks: Vec<u64> = ranks.iter().map(|&r| r as u64).collect();
+            out.clear();
+            seg.ranks_to_keys_in_blocks(&ranks, read_ahead, &mut out)
+                .expect("ranks_to_keys_in_blocks");
+            let want: Vec<u64> = ranks.iter().map(|&r| keys[r as usize]).collect();
+            assert_eq!(
+                out, want,
+                "doc {d} through the blocks (read-ahead {read_ahead})"
+            );
+        }
+        out.clear();
+        seg.ranks_to_keys_in_blocks(&flat, read_ahead, &mut out)
+            .expect("ranks_to_keys_in_blocks");
+        assert_eq!(
+            out, flat_keys,
+            "all lists through the blocks (read-ahead {read_ahead})"
+        );
+    }
     let mut past = vec![0, keys.len() as u64];
     let e = seg.ranks_to_keys_by_blocks(&mut past).unwrap_err();
     assert!(e.is_corruption(), "{e}");
+    // A rank past the keys is reported as such wherever it falls in a group of ranks.
+    for at in [0, 1, 15, 16, 17, 40] {
+        let mut ranks: Vec<u64> = (0..at).map(|i| (i % keys.len()) as u64).collect();
+        ranks.push(keys.len() as u64 + at as u64);
+        ranks.push(0);
+        for read_ahead in [false, true] {
+            out.clear();
+            let e = seg
+                .ranks_to_keys_in_blocks(&ranks, read_ahead, &mut out)
+                .unwrap_err();
+            let r = keys.len() + at;
+            assert!(
+                e.is_corruption() && e.to_string().contains(&format!("rank {r} ")),
+                "{e}"
+            );
+            let want: Vec<u64> = ranks[..at].iter().map(|&r| keys[r as usize]).collect();
+            assert_eq!(out, want, "keys before the bad rank at {at}");
+        }
+    }
     // Ranks to coarse keys (the verification's bound): those of the keys, and a rank past
     // the keys is corruption.
     let ranks: Vec<u64> = (0..keys.len() as u64).collect();

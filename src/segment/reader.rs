@@ -25,6 +25,9 @@ use super::{SegmentMeta, TableMeta};
 
 /// Keys looked up together by [`Segment::get_postings_many`].
 pub const LOOKUP_GROUP: usize = 16;
+/// Ranks mapped to keys together ([`Segment::keys_at_ranks`]): their memory accesses step by
+/// step for the whole group.
+const RANK_GROUP: usize = 16;
 
 /// Bytes of the key filter table one filter lookup made alone is worth
 /// ([`Segment::filter_slots`]): a lookup through the table's block index costs a few hundred
@@ -1032,8 +1035,11 @@ impl Segment {
                     }
                 }
             }
-            // 4. The filters' answers; where a key may be present, the first cache lines of
-            //    the block's search (its key sequence's sample and bucket).
+            // 4. The filters' answers; where a key may be present, the block asked for
+            //    (unless read already), then the first cache lines of its search (its key
+            //    sequence's sample and bucket). The blocks are all asked for before the first
+            //    is parsed: from a cold page cache the group's reads overlap instead of the
+            //    parse waiting for a page of each block in turn.
             for j in 0..g {
                 if !live[j] {
                     continue;
@@ -1044,6 +1050,12 @@ impl Segment {
                         continue;
                     }
                 }
+                self.read_block_ahead(t, bis[j]);
+            }
+            for j in 0..g {
+                if !live[j] {
+                    continue;
+                }
                 let b = &t.blocks[bis[j]];
                 let bytes = (b.offset as usize)
                     .checked_add(b.len as usize)
@@ -1051,7 +1063,6 @@ impl Segment {
                 if let Some(Ok(view)) = bytes.map(|x| BlockView::parse_version(x, self.version)) {
                     view.prefetch_find(chunk[j]);
                 }
-                self.read_block_ahead(t, bis[j]);
             }
             // 5. The block (checked on first use, as in `get`) and the key's entry; the
             //    cache lines of its value's ends.
@@ -1339,7 +1350,6 @@ impl Segment {
             });
         }
         let ranks = list.split_off(from);
-        self.read_rank_blocks_ahead(ranks.iter().copied());
         self.keys_at_ranks(ranks.iter().copied(), list)
             .map_err(|e| match e {
                 Error::Corrupt { offset, reason, .. } => Error::corrupt(&self.path, offset, reason),
@@ -1699,7 +1709,6 @@ impl Segment {
                 self.rebase(e, v)
             });
         }
-        self.read_rank_blocks_ahead(list.iter());
         self.keys_at_ranks(list.iter(), out)
             .map_err(|e| self.rebase(e, v))
     }
@@ -1758,8 +1767,39 @@ impl Segment {
         Ok(Some(starts.into_boxed_slice()))
     }
 
-    /// Appends the POSTINGS keys at `ranks` (ascending) to `out`.
-    fn keys_at_ranks(&self, ranks: impl Iterator<Item = u64>, out: &mut Vec<u64>) -> Result<()> {
+    /// Appends the POSTINGS keys at `ranks` (ascending) to `out`: from the decoded keys when
+    /// this segment has them, else from the POSTINGS blocks
+    /// ([`Segment::keys_at_ranks_in_blocks`], with the rank read-ahead when
+    /// [`Segment::read_ranks_ahead`] is on).
+    fn keys_at_ranks(
+        &self,
+        ranks: impl Iterator<Item = u64> + Clone,
+        out: &mut Vec<u64>,
+    ) -> Result<()> {
+        self.keys_at_ranks_as(ranks, None, out)
+    }
+
+    /// [`Segment::ranks_to_keys`] of `ranks` (any order) appended to `out`, always through the
+    /// POSTINGS blocks whatever the key cache holds, with the rank read-ahead on or off as
+    /// `read_ahead` says: for tests and the fuzz target, which check that path against the
+    /// keys.
+    pub fn ranks_to_keys_in_blocks(
+        &self,
+        ranks: &[u64],
+        read_ahead: bool,
+        out: &mut Vec<u64>,
+    ) -> Result<()> {
+        self.keys_at_ranks_as(ranks.iter().copied(), Some(read_ahead), out)
+    }
+
+    /// [`Segment::keys_at_ranks`]; `blocks_ahead`: Some to map through the blocks whatever
+    /// the key cache holds, with (true) or without the read-ahead.
+    fn keys_at_ranks_as(
+        &self,
+        ranks: impl Iterator<Item = u64> + Clone,
+        blocks_ahead: Option<bool>,
+        out: &mut Vec<u64>,
+    ) -> Result<()> {
         let bad = |r: u64, what: &str| {
             Error::corrupt(
                 super::postings::VALUE_PATH,
@@ -1776,42 +1816,161 @@ impl Segment {
             };
         };
         let total = starts[starts.len() - 1];
-        if let Some(keys) = self.cached_keys(starts, total) {
-            for r in ranks {
-                let k = keys
-                    .get(r as usize)
-                    .ok_or_else(|| bad(r, &format!("is past the {total} POSTINGS keys")))?;
-                out.push(*k);
+        if blocks_ahead.is_none() {
+            if let Some(keys) = self.cached_keys(starts, total) {
+                for r in ranks {
+                    let k = keys
+                        .get(r as usize)
+                        .ok_or_else(|| bad(r, &format!("is past the {total} POSTINGS keys")))?;
+                    out.push(*k);
+                }
+                return Ok(());
             }
-            return Ok(());
         }
+        // From the blocks. With the read-ahead, a first pass locates each rank's POSTINGS
+        // block and asks for the blocks this process has not read for that before (no key
+        // sequence remembered in `rank_blocks`) together ([`Segment::read_block_ahead`]): a
+        // candidate's FORWARD list of a few hundred ranks reads about as many blocks, which a
+        // query of an index larger than memory would otherwise wait for one at a time. The
+        // mapping then takes the blocks that pass located, so a warm lookup pays for no
+        // second search.
         let before = out.len();
-        // The current block: its first and end rank, its key sequence.
-        let mut cur: Option<(u64, u64, u64, EfView<'_>)> = None;
-        for r in ranks {
-            if r >= total {
+        // starts[..blocks] ascend; a rank's block is the last one starting at or before it.
+        let blocks = starts.len() - 1;
+        let block_of = |r: u64| starts[..blocks].partition_point(|&s| s <= r) - 1;
+        let located = blocks_ahead
+            .unwrap_or_else(|| self.rank_read_ahead.load(Ordering::Relaxed))
+            .then(|| self.locate_rank_blocks_ahead(t, starts, ranks.clone()));
+        // The ranks go in groups of RANK_GROUP through the steps of a mapping, each step
+        // asking the CPU for the cache lines of the next for the whole group (as
+        // `get_postings_many` does for keys): 1. each rank's block (its key-sequence slot
+        // asked for); 2. the block's key sequence (its select sample, high and low bits asked
+        // for); 3. the key. Nearly every rank of a list lies in another block, so the group
+        // waits for memory about once a step instead of once a step and rank. Errors are
+        // reported for the first rank that has one, as one rank after another would.
+        const G: usize = RANK_GROUP;
+        let slots = self.rank_blocks.get();
+        // A block in use: its first and end rank, first key and key sequence.
+        type InUse<'s> = (u64, u64, u64, EfView<'s>);
+        let mut cur: Option<InUse<'_>> = None;
+        let mut group = [(0usize, 0u64); G];
+        let mut blk = [usize::MAX; G];
+        let mut seq: [Option<InUse<'_>>; G] = [None; G];
+        let mut ranks = ranks.enumerate();
+        loop {
+            let mut g = 0;
+            for x in ranks.by_ref().take(G) {
+                group[g] = x;
+                g += 1;
+            }
+            if g == 0 {
+                break;
+            }
+            // 1. Blocks; a rank past the keys ends the group (reported after those before it).
+            let mut past = None;
+            let mut last = cur.map(|(lo, hi, ..)| (lo, hi));
+            for j in 0..g {
+                let (i, r) = group[j];
+                if r >= total {
+                    past = Some(r);
+                    g = j;
+                    break;
+                }
+                blk[j] = match last {
+                    Some((lo, hi)) if lo <= r && r < hi => usize::MAX, // the previous rank's
+                    _ => {
+                        let bi = match &located {
+                            Some(at) => at[i] as usize,
+                            None => block_of(r),
+                        };
+                        last = Some((starts[bi], starts[bi + 1]));
+                        if let Some(slot) = slots.and_then(|s| s.get(bi)) {
+                            super::prefetch(slot);
+                        }
+                        bi
+                    }
+                };
+            }
+            // 2. Key sequences, up to the first that fails.
+            let mut failed = None;
+            for j in 0..g {
+                let bi = blk[j];
+                if bi == usize::MAX {
+                    seq[j] = if j == 0 { cur } else { seq[j - 1] };
+                } else {
+                    let (lo, hi) = (starts[bi], starts[bi + 1]);
+                    match self
+                        .key_seq_cached(t, bi, hi - lo)
+                        .and_then(|ks| Ok((ks.first_key, self.key_ef(&ks)?)))
+                    {
+                        Ok((first_key, ef)) => seq[j] = Some((lo, hi, first_key, ef)),
+                        Err(e) => {
+                            failed = Some((j, e));
+                            break;
+                        }
+                    }
+                }
+                if let Some((lo, _, _, ef)) = seq[j] {
+                    ef.prefetch_get((group[j].1 - lo) as usize);
+                }
+            }
+            // 3. Keys.
+            let end = failed.as_ref().map_or(g, |&(j, _)| j);
+            for j in 0..end {
+                let r = group[j].1;
+                let Some((lo, _, first_key, ef)) = seq[j] else {
+                    unreachable!("every rank before `end` has its block's key sequence");
+                };
+                let k = ef
+                    .get((r - lo) as usize)
+                    .ok_or_else(|| bad(r, "has no key"))?;
+                out.push(first_key.wrapping_add(k));
+            }
+            if let Some((_, e)) = failed {
+                return Err(e);
+            }
+            if let Some(r) = past {
                 return Err(bad(r, &format!("is past the {total} POSTINGS keys")));
             }
-            let (lo, first_key, ef) = match cur {
-                Some((lo, hi, first_key, ef)) if lo <= r && r < hi => (lo, first_key, ef),
-                _ => {
-                    // starts[..blocks] ascend; the block is the last one starting at or before r.
-                    let bi = starts[..starts.len() - 1].partition_point(|&s| s <= r) - 1;
-                    let (lo, hi) = (starts[bi], starts[bi + 1]);
-                    let ks = self.key_seq_cached(t, bi, hi - lo)?;
-                    let ef = self.key_ef(&ks)?;
-                    cur = Some((lo, hi, ks.first_key, ef));
-                    (lo, ks.first_key, ef)
-                }
-            };
-            let k = ef
-                .get((r - lo) as usize)
-                .ok_or_else(|| bad(r, "has no key"))?;
-            out.push(first_key.wrapping_add(k));
+            cur = seq[g - 1];
         }
         self.ranks_selected
             .fetch_add((out.len() - before) as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The first pass of [`Segment::keys_at_ranks_as`] with read-ahead on: the POSTINGS block of
+    /// every rank of `ranks` below the entry count (one search per change of block; 0 for a
+    /// rank past it, which the mapping reports), after asking for each block whose key
+    /// sequence this process has not read yet.
+    fn locate_rank_blocks_ahead(
+        &self,
+        t: &Table,
+        starts: &[u64],
+        ranks: impl Iterator<Item = u64>,
+    ) -> Vec<u32> {
+        let blocks = starts.len() - 1;
+        let seen = self.rank_blocks.get();
+        let mut at = Vec::with_capacity(ranks.size_hint().0);
+        let (mut bi, mut lo, mut hi) = (0usize, 0u64, 0u64);
+        for r in ranks {
+            if r >= starts[blocks] {
+                at.push(0);
+                continue;
+            }
+            if r < lo || r >= hi {
+                bi = starts[..blocks].partition_point(|&s| s <= r) - 1;
+                (lo, hi) = (starts[bi], starts[bi + 1]);
+                if seen
+                    .and_then(|s| s.get(bi))
+                    .is_none_or(|k| k.get().is_none())
+                {
+                    self.read_block_ahead(t, bi);
+                }
+            }
+            at.push(bi as u32);
+        }
+        at
     }
 
     /// Format 3: decodes the POSTINGS keys into memory now, as the first mapping of more than
@@ -2111,37 +2270,6 @@ impl Segment {
     /// it about 5 % of its matching CPU.
     pub fn read_ranks_ahead(&self, on: bool) {
         self.rank_read_ahead.store(on, Ordering::Relaxed);
-    }
-
-    /// Format 3: [`Segment::read_block_ahead`] for the POSTINGS blocks that mapping `ranks`
-    /// (ascending) to keys will read and that this process has not read for that before
-    /// (no key sequence remembered in `rank_blocks`): a candidate's FORWARD list of a few
-    /// hundred ranks reads about as many blocks, which a query of an index larger than memory
-    /// would otherwise wait for one at a time. Nothing when the keys are decoded in memory.
-    fn read_rank_blocks_ahead(&self, ranks: impl Iterator<Item = u64>) {
-        if !self.rank_read_ahead.load(Ordering::Relaxed) || self.cached_key_count().is_some() {
-            return;
-        }
-        let (Ok(Some(starts)), Some(t)) = (self.rank_starts(), self.table(super::POSTINGS)) else {
-            return;
-        };
-        let blocks = starts.len() - 1;
-        let seen = self.rank_blocks.get();
-        let mut end = 0u64; // the end rank of the last block asked for
-        for r in ranks {
-            if r < end || r >= starts[blocks] {
-                continue;
-            }
-            let bi = starts[..blocks].partition_point(|&s| s <= r) - 1;
-            end = starts[bi + 1];
-            if seen
-                .and_then(|s| s.get(bi))
-                .is_some_and(|k| k.get().is_some())
-            {
-                continue;
-            }
-            self.read_block_ahead(t, bi);
-        }
     }
 
     /// Block `bi` of `t` for a lookup of its keys by position alone (format 3's rank

@@ -158,6 +158,7 @@ impl<'a> U64List<'a> {
 }
 
 /// Iterator over a `U64List`.
+#[derive(Clone)]
 pub enum U64ListIter<'a> {
     Raw(std::slice::Iter<'a, [u8; 8]>),
     Packed(u64, EfIter<'a>),
