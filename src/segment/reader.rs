@@ -339,6 +339,12 @@ impl std::fmt::Debug for Segment {
     }
 }
 
+/// The POSTINGS block holding rank `r` (below the entry count) by the rank table `starts`
+/// (`blocks + 1` ranks, [`Segment::rank_starts`]): the last block starting at or before `r`.
+fn rank_block(starts: &[u64], r: u64) -> usize {
+    starts[..starts.len() - 1].partition_point(|&s| s <= r) - 1
+}
+
 /// `madvise(MADV_WILLNEED)` for the bytes `[from, to)` of `map` (clipped to it), in requests
 /// of [`super::WILLNEED_REQUEST`] bytes; a hint (errors ignored, nothing off Unix).
 fn will_need(map: &Mmap, from: u64, to: u64) {
@@ -1769,7 +1775,7 @@ impl Segment {
 
     /// Appends the POSTINGS keys at `ranks` (ascending) to `out`: from the decoded keys when
     /// this segment has them, else from the POSTINGS blocks
-    /// ([`Segment::keys_at_ranks_in_blocks`], with the rank read-ahead when
+    /// ([`Segment::keys_at_ranks_as`], with the rank read-ahead when
     /// [`Segment::read_ranks_ahead`] is on).
     fn keys_at_ranks(
         &self,
@@ -1835,9 +1841,6 @@ impl Segment {
         // mapping then takes the blocks that pass located, so a warm lookup pays for no
         // second search.
         let before = out.len();
-        // starts[..blocks] ascend; a rank's block is the last one starting at or before it.
-        let blocks = starts.len() - 1;
-        let block_of = |r: u64| starts[..blocks].partition_point(|&s| s <= r) - 1;
         let located = blocks_ahead
             .unwrap_or_else(|| self.rank_read_ahead.load(Ordering::Relaxed))
             .then(|| self.locate_rank_blocks_ahead(t, starts, ranks.clone()));
@@ -1881,7 +1884,7 @@ impl Segment {
                     _ => {
                         let bi = match &located {
                             Some(at) => at[i] as usize,
-                            None => block_of(r),
+                            None => rank_block(starts, r),
                         };
                         last = Some((starts[bi], starts[bi + 1]));
                         if let Some(slot) = slots.and_then(|s| s.get(bi)) {
@@ -1962,7 +1965,7 @@ impl Segment {
                 continue;
             }
             if r < lo || r >= hi {
-                bi = starts[..blocks].partition_point(|&s| s <= r) - 1;
+                bi = rank_block(starts, r);
                 (lo, hi) = (starts[bi], starts[bi + 1]);
             }
             at.push(bi as u32);
