@@ -764,13 +764,10 @@ impl SegmentBuilder {
         if let Some((start, (bytes, ends))) = done {
             add_encoded(&mut self.w, docs, start, &bytes, &ends)?;
         }
-        // A large rank array's pages are given back on a thread of their own (unmapping
-        // them takes ~10 ms for a 100 MB batch) while this one goes on.
-        // If no thread can be started, the closure (and the array with it) is dropped here.
+        // A large rank array's pages are given back on a thread of their own while this one
+        // goes on.
         if d.ranks.len() >= FREE_ON_A_THREAD {
-            let _ = std::thread::Builder::new()
-                .name("ndd-free".into())
-                .spawn(move || drop(d));
+            crate::sort::prefault::drop_on_a_thread(d);
         }
         self.w.end_table()
     }

@@ -18,10 +18,14 @@
 //! exactly as the other matchings verify (`query::verify_candidate`: same counts, same
 //! `Match`, the smaller id probing).
 //!
-//! Cost: the probe sets (`(key, doc)` records, sorted in memory), the candidate pairs (sorted
-//! and deduplicated in memory) and their verification, all on every core. It runs only when
-//! both fit a quarter of the memory budget each ([`prefix_pairs`] gives up before emitting
-//! anything otherwise, and the caller matches as before). When the documents' lists fit a
+//! Cost: the probe sets (`(key, doc)` records, sorted in memory), the candidate pairs and
+//! their verification, all on every core. Records that fit the cache (a batch of a few
+//! thousand pages) go document by document: each probing document counts the later documents
+//! under its keys in a count per document id, prunes and verifies them; no candidate array is
+//! written. More go through the candidate pairs sorted and deduplicated in memory, whose
+//! passes stream. It runs only when the records and the candidates (8 bytes each, with
+//! repeats) fit a quarter of the memory budget each ([`prefix_pairs`] gives up before
+//! emitting anything otherwise, and the caller matches as before). When the documents' lists fit a
 //! third quarter, they are read once and kept for the verification (no candidate's list is
 //! read again); otherwise they are read a group at a time, and again per candidate.
 //! Ingest into an empty index hands over the lists it holds already, the read stage's feature
@@ -41,9 +45,21 @@ use super::plan::{listed_prefix, Matching, Pair, PairsConfig, PairsStats};
 
 /// Pairs handed to the caller at once.
 const EMIT_BLOCK: usize = 1 << 16;
-/// Parts the sorted records and candidates are cut into for the parallel passes.
+/// Parts the sorted records are cut into for the parallel passes.
 const PARTS: usize = 64;
-/// Candidate pairs per parallel verification step (cut at a probing document's boundary).
+/// Probe records from which [`prefix_join`] frees its arrays on another thread.
+const FREE_ON_A_THREAD: usize = 1 << 16;
+/// Probing documents per parallel step of [`by_probing_document`].
+const PROBING_STEP: usize = 8;
+/// At most this many probe records (16 bytes each: half the last-level cache of the
+/// measuring machine) go [`by_probing_document`], whose reads of them are random; more go
+/// [`by_candidate_array`], whose passes stream.
+#[cfg(not(test))]
+pub(super) const BY_DOCUMENT_RECORDS: usize = 1 << 20;
+#[cfg(test)]
+pub(super) const BY_DOCUMENT_RECORDS: usize = 3_000;
+/// Candidate pairs per parallel verification step of [`by_candidate_array`] (cut at a
+/// probing document's boundary).
 const VERIFY_STEP: usize = 1 << 9;
 
 /// Up to [`PARTS`] + 1 cut points of `v` (0 first, `v.len()` last, ascending), none of them
@@ -226,8 +242,8 @@ pub(crate) fn prefix_join(
     stats.probe_records = records.len() as u64;
     sort_within(&mut records, quarter);
 
-    // 2. Candidates: the pairs of documents under one key, (a << 32 | b) with a < b, written
-    //    in parallel into one array of their exact count (no per-key or per-pair index).
+    // 2. Candidates: the pairs of documents under one key, a < b, each listed under h keys.
+    //    Their number (with repeats) is bounded first, from the groups' sizes.
     let cand_max = quarter / 8;
     let parts = cuts(&records, |x, y| x.0 == y.0);
     let counts: Vec<u64> = parts
@@ -244,12 +260,217 @@ pub(crate) fn prefix_join(
     if listed > cand_max {
         return Ok(None);
     }
+    stats.candidate_records = listed;
+    // A pair listed under h keys shares h keys of both probe sets. Say A's last probe comes
+    // first in the common order: every key of A ∩ B up to it is in both probe sets (in A's
+    // by definition, in B's as B's last probe is no earlier), so |A ∩ B| <= h + (A's keys
+    // after its last probe). A pair that cannot reach the threshold with that many
+    // (`Sample::may_reach`, as the probe and join matchings prune) or whose sizes rule it out
+    // is not verified.
+    let may_pair = |a: u32, b: u32, h: u64| {
+        let (na, nb) = (view.size(a) as usize, view.size(b) as usize);
+        let (lo, hi) = sample.size_bounds(t, na);
+        let rest = if last[a as usize] <= last[b as usize] {
+            after[a as usize]
+        } else {
+            after[b as usize]
+        };
+        nb >= lo && nb <= hi && sample.may_reach(t, na, nb, h + rest as u64)
+    };
+    let kept_lists = kept.as_ref();
+
+    // 3. Verification, the smaller id probing (as the other matchings of a whole-index run),
+    //    on every core; the pairs come out in (a, b) order. Records that fit the cache go
+    //    document by document; more go through one array of all candidates, sorted.
+    let tally_bytes = (end as u64 * 4).saturating_mul(rayon::current_num_threads() as u64);
+    let by_document = records.len() <= BY_DOCUMENT_RECORDS && tally_bytes <= quarter;
+    let (found, mut distinct, records) = if by_document {
+        let found = by_probing_document(view, cfg, &records, end, kept_lists, &may_pair);
+        (found, 0, records)
+    } else {
+        let (parts, counts) = (&parts[..], &counts[..]);
+        let (found, distinct) = by_candidate_array(
+            view, cfg, records, parts, counts, quarter, kept_lists, &may_pair,
+        );
+        (found, distinct, Vec::new())
+    };
+    let mut block: Vec<Pair> = Vec::with_capacity(EMIT_BLOCK);
+    for r in found {
+        let f = r?;
+        distinct += f.distinct;
+        stats.candidates += f.verified;
+        stats.verified_by_ranks += f.counts.by_ranks;
+        for p in f.pairs {
+            block.push(p);
+            if block.len() == EMIT_BLOCK {
+                stats.count_block(block.len());
+                emit(&block)?;
+                block.clear();
+            }
+        }
+    }
+    stats.candidates_pruned = distinct - stats.candidates;
+    stats.count_block(block.len());
+    emit(&block)?;
+    stats.matching = Some(Matching::Prefix);
+    // Their pages (tens of MB for a large batch) are given back while the caller goes on.
+    if stats.probe_records >= FREE_ON_A_THREAD as u64 {
+        crate::sort::prefault::drop_on_a_thread((records, kept, last, after));
+    }
+    Ok(Some(stats))
+}
+
+/// A count per document id for the candidates of one probing document at a time, all zero
+/// between documents; taken from the pool of a parallel pass (one per job running at once) and
+/// put back when dropped.
+struct Tally<'p> {
+    counts: Vec<u32>,
+    pool: &'p std::sync::Mutex<Vec<Vec<u32>>>,
+}
+
+impl<'p> Tally<'p> {
+    fn take(pool: &'p std::sync::Mutex<Vec<Vec<u32>>>, docs: u32) -> Tally<'p> {
+        let counts = pool.lock().ok().and_then(|mut p| p.pop());
+        Tally {
+            counts: counts.unwrap_or_else(|| vec![0; docs as usize]),
+            pool,
+        }
+    }
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut p) = self.pool.lock() {
+            p.push(std::mem::take(&mut self.counts));
+        }
+    }
+}
+
+/// Each document's positions in the probe records sorted by `(key, doc)` (a counting sort
+/// of the positions by document).
+struct DocPositions {
+    /// Where each document's positions start in `at` (`docs + 1` offsets).
+    starts: Vec<u32>,
+    at: Vec<u32>,
+}
+
+impl DocPositions {
+    fn of(records: &[(u64, u32)], docs: u32) -> DocPositions {
+        let mut starts = vec![0u32; docs as usize + 1];
+        for r in records {
+            starts[r.1 as usize + 1] += 1;
+        }
+        for d in 0..docs as usize {
+            starts[d + 1] += starts[d];
+        }
+        let mut next = starts.clone();
+        let mut at = vec![0u32; records.len()];
+        for (i, r) in records.iter().enumerate() {
+            let n = &mut next[r.1 as usize];
+            at[*n as usize] = i as u32;
+            *n += 1;
+        }
+        DocPositions { starts, at }
+    }
+
+    fn positions(&self, doc: u32) -> &[u32] {
+        let d = doc as usize;
+        &self.at[self.starts[d] as usize..self.starts[d + 1] as usize]
+    }
+}
+
+/// What one step of the verification found: its pairs, its counters, the distinct candidates
+/// it saw (before the pruning) and how many of them it verified.
+#[derive(Default)]
+struct Found {
+    pairs: Vec<Pair>,
+    counts: VerifyCounts,
+    distinct: u64,
+    verified: u64,
+}
+
+/// Step 3 of [`prefix_join`] for probe records that fit the cache: each probing document `a`
+/// counts the later documents under its keys (from its positions in the sorted records) in a
+/// count per document id, one per thread, then prunes (`may_pair(a, b, h)`) and verifies
+/// them, a few documents per parallel step; no candidate array is written or sorted. In
+/// probing order, each step's pairs in `(a, b)` order.
+fn by_probing_document(
+    view: &View,
+    cfg: &PairsConfig,
+    records: &[(u64, u32)],
+    end: u32,
+    kept: Option<&DocLists>,
+    may_pair: &(dyn Fn(u32, u32, u64) -> bool + Sync),
+) -> Vec<Result<Found>> {
+    let by_doc = DocPositions::of(records, end);
+    let probing: Vec<u32> = (0..end)
+        .filter(|&a| !by_doc.positions(a).is_empty())
+        .collect();
+    let tallies = std::sync::Mutex::new(Vec::new());
+    probing
+        .par_chunks(PROBING_STEP)
+        .map_init(
+            || (Scratch3::default(), Tally::take(&tallies, end)),
+            |(sc, tally), chunk| {
+                let mut f = Found::default();
+                for &a in chunk {
+                    // Each later document under one of a's keys, counted (zero again after).
+                    sc.bs.clear();
+                    for &i in by_doc.positions(a) {
+                        let i = i as usize;
+                        let key = records[i].0;
+                        for r in records[i + 1..].iter().take_while(|r| r.0 == key) {
+                            let c = &mut tally.counts[r.1 as usize];
+                            if *c == 0 {
+                                sc.bs.push(r.1);
+                            }
+                            *c += 1;
+                        }
+                    }
+                    sc.bs.sort_unstable();
+                    sc.run.clear();
+                    for &b in sc.bs.iter() {
+                        let h = std::mem::take(&mut tally.counts[b as usize]);
+                        if may_pair(a, b, h as u64) {
+                            sc.run.push((a as u64) << 32 | b as u64);
+                        }
+                    }
+                    f.distinct += sc.bs.len() as u64;
+                    f.verified += sc.run.len() as u64;
+                    let run = std::mem::take(&mut sc.run);
+                    let r = verify_step(view, cfg, kept, &run, sc, &mut f);
+                    sc.run = run;
+                    r?;
+                }
+                Ok(f)
+            },
+        )
+        .collect()
+}
+
+/// Step 3 of [`prefix_join`] for more probe records: the candidates `(a << 32 | b)` written in
+/// parallel into one array of their exact count (`counts` per part of `parts`), sorted,
+/// pruned (`may_pair` with h the times a pair is listed) and verified in steps cut at a
+/// probing document's boundary; all passes stream. The records go before the sort. Returns
+/// the steps' findings in order and the distinct candidates.
+#[allow(clippy::too_many_arguments)]
+fn by_candidate_array(
+    view: &View,
+    cfg: &PairsConfig,
+    records: Vec<(u64, u32)>,
+    parts: &[usize],
+    counts: &[u64],
+    quarter: u64,
+    kept: Option<&DocLists>,
+    may_pair: &(dyn Fn(u32, u32, u64) -> bool + Sync),
+) -> (Vec<Result<Found>>, u64) {
+    let listed: u64 = counts.iter().sum();
     let mut cands: Vec<u64> = crate::sort::prefault::with_capacity_par(listed as usize);
     cands.resize(listed as usize, 0);
     {
         let mut slices: Vec<&mut [u64]> = Vec::with_capacity(counts.len());
         let mut rest = &mut cands[..];
-        for &n in &counts {
+        for &n in counts {
             let (head, tail) = rest.split_at_mut(n as usize);
             slices.push(head);
             rest = tail;
@@ -269,16 +490,9 @@ pub(crate) fn prefix_join(
                 }
             });
     }
-    drop(records);
-    stats.candidate_records = cands.len() as u64;
+    drop(records); // its memory before the candidates' sort takes more
     sort_within(&mut cands, quarter);
-    // A pair listed under h keys shares h keys of both probe sets. Say A's last probe comes
-    // first in the common order: every key of A ∩ B up to it is in both probe sets (in A's
-    // by definition, in B's as B's last probe is no earlier), so |A ∩ B| <= h + (A's keys
-    // after its last probe). A pair that cannot reach the threshold with that many
-    // (`Sample::may_reach`, as the probe and join matchings prune) or whose sizes rule it out
-    // is not verified. Each part keeps its survivors at its front, in place; then the parts
-    // are closed up.
+    // Each part keeps its survivors at its front, in place; then the parts are closed up.
     let distinct = AtomicU64::new(0);
     let parts = cuts(&cands, |x, y| x == y);
     let kept_per_part: Vec<usize> = {
@@ -300,16 +514,7 @@ pub(crate) fn prefix_join(
                         j += 1;
                     }
                     runs += 1;
-                    let (a, b) = ((p >> 32) as usize, p as u32 as usize);
-                    let (na, nb) = (view.size(a as u32) as usize, view.size(b as u32) as usize);
-                    let (lo, hi) = sample.size_bounds(t, na);
-                    let rest = if last[a] <= last[b] {
-                        after[a]
-                    } else {
-                        after[b]
-                    };
-                    let max = (j - i) as u64 + rest as u64;
-                    if nb >= lo && nb <= hi && sample.may_reach(t, na, nb, max) {
+                    if may_pair((p >> 32) as u32, p as u32, (j - i) as u64) {
                         part[kept] = p;
                         kept += 1;
                     }
@@ -327,12 +532,6 @@ pub(crate) fn prefix_join(
     }
     cands.truncate(n);
     cands.shrink_to_fit();
-    let pruned = distinct.into_inner() - n as u64;
-    stats.candidates = cands.len() as u64;
-    stats.candidates_pruned = pruned;
-
-    // 3. Verification, the smaller id probing (as the other matchings of a whole-index run),
-    //    in steps cut at a probing document's boundary; the pairs come out in (a, b) order.
     let mut steps: Vec<&[u64]> = Vec::new();
     let mut rest = &cands[..];
     while !rest.is_empty() {
@@ -344,54 +543,72 @@ pub(crate) fn prefix_join(
         steps.push(&rest[..k]);
         rest = &rest[k..];
     }
-    let found: Vec<Result<(Vec<Pair>, VerifyCounts)>> = steps
+    let found = steps
         .par_iter()
-        .map_init(
-            || (Vec::new(), Vec::new(), Vec::new()),
-            |(x, raw, buf), step| {
-                let mut out = Vec::new();
-                let mut counts = VerifyCounts::default();
-                if let Some(lists) = kept.as_ref() {
-                    verify_kept(view, cfg, lists, step, buf, &mut out, &mut counts)?;
-                    return Ok((out, counts));
-                }
-                for run in step.chunk_by(|p, q| p >> 32 == q >> 32) {
-                    let a = (run[0] >> 32) as u32;
-                    let Some(sa) = view.features_and_raw_into(a, x, raw)? else {
-                        continue;
-                    };
-                    let own = Some(Own { seg: sa, raw });
-                    for &p in run {
-                        let b = p as u32;
-                        let ov = verify_candidate(view, sample, t, x, own, b, buf, &mut counts)?;
-                        out.extend(ov.map(|ov| Pair {
-                            a,
-                            b,
-                            m: Match::of(b, ov),
-                        }));
-                    }
-                }
-                Ok((out, counts))
-            },
-        )
+        .map_init(Scratch3::default, |sc, step| {
+            let mut f = Found {
+                verified: step.len() as u64,
+                ..Found::default()
+            };
+            verify_step(view, cfg, kept, step, sc, &mut f)?;
+            Ok(f)
+        })
         .collect();
-    let mut block: Vec<Pair> = Vec::with_capacity(EMIT_BLOCK);
-    for r in found {
-        let (pairs, counts) = r?;
-        stats.verified_by_ranks += counts.by_ranks;
-        for p in pairs {
-            block.push(p);
-            if block.len() == EMIT_BLOCK {
-                stats.count_block(block.len());
-                emit(&block)?;
-                block.clear();
-            }
+    (found, distinct.into_inner())
+}
+
+/// A verification thread's buffers.
+#[derive(Default)]
+struct Scratch3 {
+    x: Vec<u64>,
+    raw: Vec<u64>,
+    buf: Vec<u64>,
+    bs: Vec<u32>,
+    run: Vec<u64>,
+}
+
+/// Verifies the candidates of `step` (sorted `(a << 32 | b)`, runs of one probing document)
+/// into `f`: from the kept lists, or reading each probing document's list once per run.
+fn verify_step(
+    view: &View,
+    cfg: &PairsConfig,
+    kept: Option<&DocLists>,
+    step: &[u64],
+    sc: &mut Scratch3,
+    f: &mut Found,
+) -> Result<()> {
+    let (sample, t) = (cfg.sample, cfg.threshold);
+    if let Some(lists) = kept {
+        return verify_kept(
+            view,
+            cfg,
+            lists,
+            step,
+            &mut sc.buf,
+            &mut f.pairs,
+            &mut f.counts,
+        );
+    }
+    for run in step.chunk_by(|p, q| p >> 32 == q >> 32) {
+        let a = (run[0] >> 32) as u32;
+        let Some(sa) = view.features_and_raw_into(a, &mut sc.x, &mut sc.raw)? else {
+            continue;
+        };
+        let own = Some(Own {
+            seg: sa,
+            raw: &sc.raw,
+        });
+        for &p in run {
+            let b = p as u32;
+            let ov = verify_candidate(view, sample, t, &sc.x, own, b, &mut sc.buf, &mut f.counts)?;
+            f.pairs.extend(ov.map(|ov| Pair {
+                a,
+                b,
+                m: Match::of(b, ov),
+            }));
         }
     }
-    stats.count_block(block.len());
-    emit(&block)?;
-    stats.matching = Some(Matching::Prefix);
-    Ok(Some(stats))
+    Ok(())
 }
 
 /// Step 3 of [`prefix_pairs`] for one step of candidates (sorted, cut at a probing
