@@ -31,9 +31,10 @@ pub struct PairsArgs {
     /// candidate pairs -> verification, all through the external sort); probe: random
     /// lookups per document; prefix: documents sharing a key of both probe sets, no posting
     /// read, in memory (join or probe by auto's choice when its records exceed a quarter of
-    /// --mem); auto: the cheaper of join and probe by a cost model (probe keys of a sample
-    /// checked against the segments' key filters; random reads vs sorts plus one pass over
-    /// the blocks they touch, under --mem). All find the same pairs.
+    /// --mem); auto: prefix where it applies (no --max-df, not adaptive sampling) and fits,
+    /// else the cheaper of join and probe by a cost model (probe keys of a sample checked
+    /// against the segments' key filters; random reads vs sorts plus one pass over the blocks
+    /// they touch, under --mem). All find the same pairs.
     #[arg(long, default_value = "auto")]
     matching: Matching,
     /// Print the work counters (postings visited, what --max-df cut, blocks) as JSON on stderr.

@@ -115,15 +115,17 @@ impl Index {
         // The planner's estimates go into the stats whatever the request (with a forced
         // matching they say what `auto` would have chosen); they cost a sample of 256 documents.
         let planned = pipeline::plan::plan(view, &cfg, 0..view.doc_ids(), 0, sort.mem_bytes);
-        // `pairs` keeps the planner's choice under `auto` (the prefix self-join only when
-        // asked for: `--matching prefix`).
-        let matching = match req.matching {
+        // `auto` runs the prefix self-join where it applies (every live document probes, no
+        // commonality limit, not adaptive sampling) and fits the budget, else the planner's
+        // choice: `for_each_pair_planned` tries it first.
+        let runs = match req.matching {
             Matching::Auto => planned.choice,
             m => m,
         };
-        if let (Some(m), Matching::Probe) = (req.mem, matching) {
+        if let (Some(m), Matching::Probe) = (req.mem, runs) {
             cfg.buffer_bytes = m; // probe's budget is its pair buffer
         }
+        let matching = req.matching;
         // Keys are looked up per block, never held for the whole index.
         let mut ids: Vec<u32> = Vec::new();
         let all = 0..view.doc_ids();

@@ -244,11 +244,12 @@ pub enum Matching {
     /// documents in parallel ([`super::pairs::for_each_pair_block`]): fastest while the index is in memory.
     Probe,
     /// The prefix self-join of a whole-index run ([`super::prefix`]): candidates are the
-    /// documents sharing a key of both probe sets, no posting list is read. Ingest's and adopt's
-    /// `Auto` ([`super::pairs::for_each_pair`]) takes it whenever it applies (every live
-    /// document probes: a batch into an empty index; no commonality limit, not adaptive
-    /// sampling) and its records fit the memory budget; `pairs` only when asked for. Asked
-    /// for where it does not apply, the planner's choice runs.
+    /// documents sharing a key of both probe sets, no posting list is read. `Auto`
+    /// ([`super::pairs::for_each_pair`], [`super::pairs::for_each_pair_planned`]) takes it
+    /// whenever it applies (every live document probes: a batch into an empty index, `pairs`
+    /// below the stored pairs' threshold; no commonality limit, not adaptive sampling) and its
+    /// records fit the memory budget. Asked for where it does not apply, the planner's choice
+    /// runs.
     Prefix,
 }
 

@@ -73,7 +73,8 @@ fn max_df_cuts_postings_and_keeps_planted_recall() {
         "the limit must cut candidate records"
     );
     // At the cluster threshold auto answers from the stored pairs (the same pairs); below
-    // it the planner chooses the matching.
+    // it the prefix self-join where it applies and fits (no limit), else the planner's
+    // choice.
     let (stored, s_stored) = pairs(&free, &[]);
     assert_eq!(s_stored["source"], "stored");
     assert_eq!(stored, exact, "stored pairs and join");
@@ -84,12 +85,24 @@ fn max_df_cuts_postings_and_keeps_planted_recall() {
     };
     let s_auto = below(&[]);
     assert_eq!(
-        s_auto["matching"], "probe",
-        "auto: a small index fits in memory"
+        s_auto["matching"], "prefix",
+        "auto: no limit, fits: {s_auto}"
+    );
+    let (auto_pairs, s_auto_lim) = pairs(&lim, &[]);
+    assert_eq!(
+        auto_pairs, cut,
+        "auto under the limit: the planner's choice, same pairs"
+    );
+    assert_eq!(
+        s_auto_lim["matching"], s_auto_lim["plan"]["choice"],
+        "auto under the limit: the planner's choice: {s_auto_lim}"
     );
     // The planner's estimates and choice are in the stats (with a forced matching too: what
-    // auto would have chosen).
-    assert_eq!(s_auto["plan"]["choice"], s_auto["matching"], "{s_auto}");
+    // auto would have chosen without the prefix self-join).
+    assert_eq!(
+        s_auto["plan"]["choice"], "probe",
+        "the planner: a small index fits in memory"
+    );
     assert!(
         s_auto["plan"]["probe_keys"].as_f64().unwrap() > 0.0,
         "{s_auto}"
