@@ -23,9 +23,9 @@
 //! thousand pages) go document by document: each probing document counts the later documents
 //! under its keys in a count per document id, prunes and verifies them; no candidate array is
 //! written. More go through the candidate pairs sorted and deduplicated in memory, whose
-//! passes stream. It runs only when the records and the candidates (8 bytes each, with
-//! repeats) fit a quarter of the memory budget each ([`prefix_pairs`] gives up before
-//! emitting anything otherwise, and the caller matches as before). When the documents' lists fit a
+//! passes stream. It runs only when the records and (in the second way) the candidates (8
+//! bytes each, with repeats) fit a quarter of the memory budget each ([`prefix_pairs`] gives
+//! up before emitting anything otherwise, and the caller matches as before). When the documents' lists fit a
 //! third quarter, they are read once and kept for the verification (no candidate's list is
 //! read again); otherwise they are read a group at a time, and again per candidate.
 //! Ingest into an empty index hands over the lists it holds already, the read stage's feature
@@ -245,7 +245,7 @@ pub(crate) fn prefix_join(
     sort_within(&mut records, quarter);
 
     // 2. Candidates: the pairs of documents under one key, a < b, each listed under h keys.
-    //    Their number (with repeats) is bounded first, from the groups' sizes.
+    //    Their number (with repeats) is counted first, from the groups' sizes.
     let cand_max = quarter / 8;
     let parts = cuts(&records, |x, y| x.0 == y.0);
     let counts: Vec<u64> = parts
@@ -259,7 +259,11 @@ pub(crate) fn prefix_join(
         })
         .collect();
     let listed: u64 = counts.iter().sum();
-    if listed > cand_max {
+    // Records that fit the cache go document by document (no candidate array: no bound on
+    // the candidates); more go through one array of all candidates, sorted.
+    let tally_bytes = (end as u64 * 4).saturating_mul(rayon::current_num_threads() as u64);
+    let by_document = records.len() <= BY_DOCUMENT_RECORDS && tally_bytes <= quarter;
+    if !by_document && listed > cand_max {
         return Ok(None);
     }
     stats.candidate_records = listed;
@@ -282,10 +286,7 @@ pub(crate) fn prefix_join(
     let kept_lists = kept.as_ref();
 
     // 3. Verification, the smaller id probing (as the other matchings of a whole-index run),
-    //    on every core; the pairs come out in (a, b) order. Records that fit the cache go
-    //    document by document; more go through one array of all candidates, sorted.
-    let tally_bytes = (end as u64 * 4).saturating_mul(rayon::current_num_threads() as u64);
-    let by_document = records.len() <= BY_DOCUMENT_RECORDS && tally_bytes <= quarter;
+    //    on every core; the pairs come out in (a, b) order.
     let (found, mut distinct, records) = if by_document {
         let found = by_probing_document(view, cfg, &records, end, kept_lists, &may_pair);
         (found, 0, records)
