@@ -413,37 +413,37 @@ fn by_probing_document(
     probing
         .par_chunks(PROBING_STEP)
         .map_init(
-            || (Scratch3::default(), Tally::take(&tallies, end)),
-            |(sc, tally), chunk| {
+            || {
+                let tally = Tally::take(&tallies, end);
+                (VerifyScratch::default(), Vec::new(), Vec::new(), tally)
+            },
+            |(sc, bs, run, tally), chunk| {
                 let mut f = Found::default();
                 for &a in chunk {
                     // Each later document under one of a's keys, counted (zero again after).
-                    sc.bs.clear();
+                    bs.clear();
                     for &i in by_doc.positions(a) {
                         let i = i as usize;
                         let key = records[i].0;
                         for r in records[i + 1..].iter().take_while(|r| r.0 == key) {
                             let c = &mut tally.counts[r.1 as usize];
                             if *c == 0 {
-                                sc.bs.push(r.1);
+                                bs.push(r.1);
                             }
                             *c += 1;
                         }
                     }
-                    sc.bs.sort_unstable();
-                    sc.run.clear();
-                    for &b in sc.bs.iter() {
+                    bs.sort_unstable();
+                    run.clear();
+                    for &b in bs.iter() {
                         let h = std::mem::take(&mut tally.counts[b as usize]);
                         if may_pair(a, b, h as u64) {
-                            sc.run.push((a as u64) << 32 | b as u64);
+                            run.push((a as u64) << 32 | b as u64);
                         }
                     }
-                    f.distinct += sc.bs.len() as u64;
-                    f.verified += sc.run.len() as u64;
-                    let run = std::mem::take(&mut sc.run);
-                    let r = verify_step(view, cfg, kept, &run, sc, &mut f);
-                    sc.run = run;
-                    r?;
+                    f.distinct += bs.len() as u64;
+                    f.verified += run.len() as u64;
+                    verify_step(view, cfg, kept, run, sc, &mut f)?;
                 }
                 Ok(f)
             },
@@ -548,7 +548,7 @@ fn by_candidate_array(
     }
     let found = steps
         .par_iter()
-        .map_init(Scratch3::default, |sc, step| {
+        .map_init(VerifyScratch::default, |sc, step| {
             let mut f = Found {
                 verified: step.len() as u64,
                 ..Found::default()
@@ -560,14 +560,13 @@ fn by_candidate_array(
     (found, distinct.into_inner())
 }
 
-/// A verification thread's buffers.
+/// A verification thread's buffers: the probing document's hashes and stored list, and the
+/// comparison's scratch.
 #[derive(Default)]
-struct Scratch3 {
+struct VerifyScratch {
     x: Vec<u64>,
     raw: Vec<u64>,
     buf: Vec<u64>,
-    bs: Vec<u32>,
-    run: Vec<u64>,
 }
 
 /// Verifies the candidates of `step` (sorted `(a << 32 | b)`, runs of one probing document)
@@ -577,7 +576,7 @@ fn verify_step(
     cfg: &PairsConfig,
     kept: Option<&DocLists>,
     step: &[u64],
-    sc: &mut Scratch3,
+    sc: &mut VerifyScratch,
     f: &mut Found,
 ) -> Result<()> {
     let (sample, t) = (cfg.sample, cfg.threshold);
