@@ -23,10 +23,11 @@
 //! thousand pages) go document by document: each probing document counts the later documents
 //! under its keys in a count per document id, prunes and verifies them; no candidate array is
 //! written. More go through the candidate pairs sorted and deduplicated in memory, whose
-//! passes stream. It runs only when the records and (in the second way) the candidates (8
-//! bytes each, with repeats) fit a quarter of the memory budget each ([`prefix_pairs`] gives
-//! up before emitting anything otherwise, and the caller matches as before). When the documents' lists fit a
-//! third quarter, they are read once and kept for the verification (no candidate's list is
+//! passes stream, when those (8 bytes each, with repeats) fit a quarter of the memory budget;
+//! otherwise they too go document by document (the lists are read by then). It runs only
+//! when the records fit a quarter of the budget and the per-thread counts (4 bytes a
+//! document id) another ([`prefix_pairs`] gives up before emitting anything otherwise, and
+//! the caller matches as before). When the documents' lists fit a third quarter, they are read once and kept for the verification (no candidate's list is
 //! read again); otherwise they are read a group at a time, and again per candidate.
 //! Ingest into an empty index hands over the lists it holds already, the read stage's feature
 //! hashes ([`crate::query::DocLists::from_hashes`]): then no list is read back from the new
@@ -117,8 +118,9 @@ pub fn applies_to(cfg: &PairsConfig) -> bool {
 }
 
 /// The pairs of a whole-index run through the prefix self-join, handed to `emit` in global
-/// `(a, b)` order in blocks, when [`applies`] and its records and candidates fit `mem_bytes`
-/// (a quarter each); `None` (nothing emitted) otherwise.
+/// `(a, b)` order in blocks, when [`applies`] and its records fit `mem_bytes` (a quarter, and
+/// a quarter for either the candidates or the per-thread counts); `None` (nothing emitted)
+/// otherwise.
 pub fn prefix_pairs(
     view: &View,
     cfg: &PairsConfig,
@@ -260,9 +262,13 @@ pub(crate) fn prefix_join(
         .collect();
     let listed: u64 = counts.iter().sum();
     // Records that fit the cache go document by document (no candidate array: no bound on
-    // the candidates); more go through one array of all candidates, sorted.
+    // the candidates); more go through one array of all candidates, sorted, when it fits an
+    // eighth of the quarter, else document by document too (slower than the array by a few
+    // percent at tens of millions of records, but the lists were read already). Only when
+    // the per-thread counts do not fit either is the work given up.
     let tally_bytes = (end as u64 * 4).saturating_mul(rayon::current_num_threads() as u64);
-    let by_document = records.len() <= BY_DOCUMENT_RECORDS && tally_bytes <= quarter;
+    let tally_fits = tally_bytes <= quarter;
+    let by_document = tally_fits && (records.len() <= BY_DOCUMENT_RECORDS || listed > cand_max);
     if !by_document && listed > cand_max {
         return Ok(None);
     }

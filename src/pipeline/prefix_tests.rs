@@ -384,3 +384,51 @@ fn candidates_are_the_pairs_sharing_a_probe_key() {
     assert!(records.iter().any(|&r| r <= by_document), "{records:?}");
     assert!(records.iter().any(|&r| r > by_document), "{records:?}");
 }
+
+/// Past the records that go document by document, a budget whose eighth-of-a-quarter cannot
+/// hold the candidates still runs the prefix self-join (document by document: the lists were
+/// read by then), with the probe matching's pairs; only a budget the records do not fit
+/// declines.
+#[test]
+fn candidates_past_the_budget_go_document_by_document() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ix = index(tmp.path(), 3, "all");
+    let view = ix.view();
+    let cfg = PairsConfig::new(ix.options().sample().unwrap(), "0.3".parse().unwrap());
+    let mut want = Vec::new();
+    for_each_pair_block(view, &cfg, 0..view.doc_ids(), 0, |b| {
+        want.extend_from_slice(b);
+        Ok(())
+    })
+    .unwrap();
+    let by_document = crate::pipeline::prefix::BY_DOCUMENT_RECORDS as u64;
+    let (mut past_budget, mut declined) = (0, 0);
+    let mut mem: u64 = 64 << 20;
+    while mem >= 1 << 10 {
+        let mut got = Vec::new();
+        let mut emit = |b: &[Pair]| {
+            got.extend_from_slice(b);
+            Ok(())
+        };
+        let all = 0..view.doc_ids();
+        match prefix_pairs(view, &cfg, mem, all, 0, None, &mut emit).unwrap() {
+            Some(st) => {
+                assert_eq!(got, want, "mem {mem}");
+                assert!(st.probe_records * 16 <= mem / 4, "mem {mem}: records fit");
+                if st.probe_records > by_document && st.candidate_records > mem / 4 / 8 {
+                    past_budget += 1;
+                }
+            }
+            None => {
+                assert!(got.is_empty());
+                declined += 1;
+            }
+        }
+        mem = mem * 3 / 4;
+    }
+    assert!(
+        past_budget > 0,
+        "some budget held the records but not the candidates"
+    );
+    assert!(declined > 0, "small budgets decline");
+}
