@@ -56,6 +56,11 @@ pub(super) trait Parts<R>: Sync {
     fn count(&self) -> usize;
     /// Calls `f` on records `from..to` in order.
     fn each(&self, from: usize, to: usize, f: impl FnMut(R));
+    /// The smallest and largest key, if known without a pass over the records (a guess:
+    /// [`partition`] checks every record against it and makes the pass when it was wrong).
+    fn key_range(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 impl<R: Copy + Sync> Parts<R> for [R] {
@@ -98,6 +103,21 @@ impl DocKeys<'_> {
 impl Parts<KeyDoc> for DocKeys<'_> {
     fn count(&self) -> usize {
         self.keys.len()
+    }
+
+    /// The lists' first and last keys: their smallest and largest when each list ascends,
+    /// as documents' feature lists do.
+    fn key_range(&self) -> Option<(u64, u64)> {
+        let mut from = 0;
+        let (mut lo, mut hi) = (u64::MAX, 0);
+        for &end in self.ends {
+            if let Some(list) = self.keys.get(from..end as usize).filter(|l| !l.is_empty()) {
+                lo = lo.min(list[0]);
+                hi = hi.max(list[list.len() - 1]);
+            }
+            from = end as usize;
+        }
+        (lo <= hi).then_some((lo, hi))
     }
 
     #[inline]
@@ -159,10 +179,38 @@ fn bucket_fn<R: Keyed, P: Parts<R> + ?Sized>(src: &P, buckets: usize) -> (u32, u
             (lo, hi)
         })
         .reduce(|| (u64::MAX, 0), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+    bucket_fn_of(lo, hi, buckets)
+}
+
+/// [`bucket_fn`] of keys from `lo` to `hi`.
+fn bucket_fn_of(lo: u64, hi: u64, buckets: usize) -> (u32, u64) {
     let span = hi.saturating_sub(lo);
     let bits = 64 - span.leading_zeros(); // bits of the largest offset
     let want = buckets.trailing_zeros(); // buckets is a power of two
     (bits.saturating_sub(want), lo)
+}
+
+/// Each part's count of records per bucket (`bucket(r)`), or None if a record's bucket is not
+/// below `buckets`.
+fn bucket_counts<R: Keyed, P: Parts<R> + ?Sized>(
+    src: &P,
+    buckets: usize,
+    bucket: impl Fn(&R) -> usize + Sync + Send,
+) -> Option<Vec<Vec<usize>>> {
+    let n = src.count();
+    (0..n.div_ceil(PART_RECORDS))
+        .into_par_iter()
+        .map(|p| {
+            let (from, to) = part_range(p, n);
+            let mut c = vec![0usize; buckets];
+            let mut outside = false;
+            src.each(from, to, |r| match c.get_mut(bucket(&r)) {
+                Some(x) => *x += 1,
+                None => outside = true,
+            });
+            (!outside).then_some(c)
+        })
+        .collect()
 }
 
 /// Records per part of the parallel passes of [`partition`].
@@ -185,17 +233,33 @@ unsafe impl<R: Send> Sync for Out<R> {}
 /// `buf` would write).
 fn partition<R: Keyed, P: Parts<R> + ?Sized>(src: &P, buckets: usize) -> (Vec<R>, Vec<usize>) {
     let n = src.count();
-    let (shift, lo) = bucket_fn(src, buckets);
-    let bucket = |r: &R| ((r.key() - lo) >> shift) as usize;
-    let counts: Vec<Vec<usize>> = (0..n.div_ceil(PART_RECORDS))
-        .into_par_iter()
-        .map(|p| {
-            let (from, to) = part_range(p, n);
-            let mut c = vec![0usize; buckets];
-            src.each(from, to, |r| c[bucket(&r)] += 1);
-            c
-        })
-        .collect();
+    // The key range the source knows, checked by the counts (a key below it, or so far above
+    // it that its bucket is past the last, gives it up; a key above it within the buckets
+    // keeps the order), else one pass for it.
+    let guess = src
+        .key_range()
+        .map(|(lo, hi)| bucket_fn_of(lo, hi, buckets));
+    let offset = |r: &R, lo: u64, shift: u32| (r.key().wrapping_sub(lo) >> shift) as usize;
+    let guessed = guess.and_then(|(shift, lo)| {
+        let checked = |r: &R| match r.key() >= lo {
+            true => offset(r, lo, shift),
+            false => usize::MAX,
+        };
+        let counts = bucket_counts(src, buckets, checked)?;
+        Some((shift, lo, counts))
+    });
+    let (shift, lo, counts) = match guessed {
+        Some(known) => known,
+        None => {
+            // From the true range every offset is below `buckets` (the clamp never acts).
+            let (shift, lo) = bucket_fn(src, buckets);
+            let clamped = |r: &R| offset(r, lo, shift).min(buckets - 1);
+            let counts = bucket_counts(src, buckets, clamped).unwrap_or_default();
+            (shift, lo, counts)
+        }
+    };
+    // Below `buckets` for every record (the counts checked it).
+    let bucket = |r: &R| offset(r, lo, shift).min(buckets - 1);
     let mut bounds = Vec::with_capacity(buckets + 1);
     // starts[p][b]: where part p's first record of bucket b goes.
     let mut starts: Vec<Vec<usize>> = vec![vec![0; buckets]; counts.len()];
@@ -564,6 +628,68 @@ mod tests {
             want.sort_unstable();
             assert_eq!(got, want, "{docs} docs");
             assert_eq!(sort_sliced(recs, collect).unwrap(), want);
+        }
+    }
+
+    /// Lists that do not ascend make the lists' first and last keys a wrong guess of the key
+    /// range: a key below it (here every list reversed) sends the partition to its pass over
+    /// the records, a key above it (one list's last key raised) keeps the guess or not; the
+    /// records sort the same either way.
+    #[test]
+    fn lists_out_of_order_sort_as_their_records() {
+        let mut seed = 5;
+        let (keys, ends) = doc_lists(&mut seed, 2_000, 500, u64::MAX >> 20);
+        // Spread over all 64 bits, as hashes are (a key below the range then wraps into the
+        // buckets, unless the partition checks for it).
+        let keys: Vec<u64> = keys.iter().map(|k| k << 20 | k & 0xfffff).collect();
+        let lists = DocKeys {
+            keys: &keys,
+            ends: &ends,
+            first_doc: 3,
+        };
+        let (lo, hi) = lists.key_range().unwrap();
+        assert_eq!(lo, *keys.iter().min().unwrap());
+        assert_eq!(hi, *keys.iter().max().unwrap());
+        let mut reversed = Vec::new();
+        let mut raised = keys.clone();
+        let mut start = 0;
+        for &end in &ends {
+            let list = &keys[start..end as usize];
+            reversed.extend(list.iter().rev());
+            start = end as usize;
+        }
+        // Inside two lists (neither first nor last): a key above the guessed range by a
+        // little, and the largest key.
+        let mut long = (1..ends.len()).filter(|&i| ends[i] - ends[i - 1] >= 3);
+        let (a, b) = (long.next().unwrap(), long.next().unwrap());
+        raised[ends[a - 1] as usize + 1] = hi + 1;
+        raised[ends[b - 1] as usize + 1] = u64::MAX;
+        assert_eq!(
+            DocKeys {
+                keys: &raised,
+                ..lists
+            }
+            .key_range(),
+            Some((lo, hi))
+        );
+        for keys in [reversed, raised] {
+            let lists = DocKeys {
+                keys: &keys,
+                ends: &ends,
+                first_doc: 3,
+            };
+            let mut want = Vec::new();
+            lists.each(0, lists.count(), |r| want.push(r));
+            want.sort_unstable();
+            let got = sort_sliced_lists(&lists, |s| {
+                let mut all = Vec::new();
+                while let Some(p) = s.next_slice()? {
+                    all.extend_from_slice(p);
+                }
+                Ok(all)
+            })
+            .unwrap();
+            assert_eq!(got, want);
         }
     }
 
