@@ -88,6 +88,9 @@ struct ListsSeen {
     /// Format 3, when asked for ([`SegmentBuilder::keep_keys`]): the POSTINGS keys so far, in
     /// rank order (added with the blocks, on the block thread), while within the bound.
     kept: Option<Bounded>,
+    /// When asked for ([`SegmentBuilder::keep_shared_keys`]): the POSTINGS keys so far whose
+    /// lists hold more than one document, ascending, while within the bound.
+    shared: Option<Bounded>,
 }
 
 impl ListsSeen {
@@ -105,9 +108,24 @@ impl ListsSeen {
         if ids.len() as u32 > FREQUENT_DF {
             self.frequent.push((key, ids.len() as u32));
         }
+        if ids.len() > 1 {
+            self.note_shared(key);
+        }
         self.keys += 1;
         self.postings += ids.len() as u64;
         Ok(())
+    }
+
+    /// Keeps `key` (a list of more than one document) among the shared keys, if asked for;
+    /// gives them up once they are more than half the keys (`SHARED_CHECKED_AFTER` keys on).
+    #[inline]
+    fn note_shared(&mut self, key: u64) {
+        if let Some(s) = self.shared.as_mut() {
+            s.extend(&[key]);
+            if self.keys >= SHARED_CHECKED_AFTER && s.values().len() as u64 * 2 > self.keys {
+                self.shared = None;
+            }
+        }
     }
 
     /// The rank of the next POSTINGS key (format 3: FORWARD lists hold ranks as u32).
@@ -235,6 +253,7 @@ impl ListsSeen {
                 if n as u32 > FREQUENT_DF {
                     self.frequent.push((key, n as u32));
                 }
+                self.note_shared(key);
             }
             chunk.keys.push(key);
             chunk.ends.push(chunk.bytes.len());
@@ -510,6 +529,7 @@ impl SegmentBuilder {
                 frequent: Vec::new(),
                 ranked,
                 kept: None,
+                shared: None,
             },
         })
     }
@@ -522,6 +542,17 @@ impl SegmentBuilder {
     pub fn keep_keys(&mut self, max_bytes: u64) {
         if self.lists.ranked.is_some() && self.lists.keys == 0 {
             self.lists.kept = Some(Bounded::new(max_bytes));
+        }
+    }
+
+    /// Keeps the POSTINGS keys whose lists hold more than one document (8 bytes each) while
+    /// they fit `max_bytes` and are at most half the keys, for
+    /// [`BuiltSegment::take_shared_keys`]: a matching of the segment's documents among
+    /// themselves skips every other key, under which no two of them are listed. Call before
+    /// the postings.
+    pub fn keep_shared_keys(&mut self, max_bytes: u64) {
+        if self.lists.keys == 0 {
+            self.lists.shared = Some(Bounded::new(max_bytes));
         }
     }
 
@@ -1042,6 +1073,7 @@ impl SegmentBuilder {
             postings: self.lists.postings,
             files: self.files,
             kept_keys: self.lists.kept.take().and_then(Bounded::into_vec),
+            shared_keys: self.lists.shared.take().and_then(Bounded::into_vec),
         })
     }
 
@@ -1056,6 +1088,7 @@ impl SegmentBuilder {
             postings: self.lists.postings,
             files: self.files,
             kept_keys: self.lists.kept.take().and_then(Bounded::into_vec),
+            shared_keys: self.lists.shared.take().and_then(Bounded::into_vec),
         };
         Ok((built, synced))
     }
@@ -1267,6 +1300,9 @@ pub struct BuiltSegment {
     files: Unpublished,
     /// The POSTINGS keys in rank order, if [`SegmentBuilder::keep_keys`] kept them all.
     kept_keys: Option<Vec<u64>>,
+    /// The POSTINGS keys of lists of several documents, if
+    /// [`SegmentBuilder::keep_shared_keys`] kept them all.
+    shared_keys: Option<Vec<u64>>,
 }
 
 impl BuiltSegment {
@@ -1291,11 +1327,67 @@ impl BuiltSegment {
             .filter(|k| k.len() as u64 == self.keys)
     }
 
+    /// The keys listed with more than one document, as a set with false positives
+    /// ([`SharedKeys`]), once, when [`SegmentBuilder::keep_shared_keys`] was asked for, they
+    /// all fitted its bound and they are at most half the keys (more would spare a caller
+    /// too little to pay for its lookups: llvm-docs has 87 % of its keys in several pages,
+    /// debdocs 8 %).
+    pub fn take_shared_keys(&mut self) -> Option<SharedKeys> {
+        let keys = self.keys;
+        self.shared_keys
+            .take()
+            .filter(|k| (k.len() as u64).saturating_mul(2) <= keys)
+            .map(|k| SharedKeys::of(&k))
+    }
+
     /// The file belongs to someone else now (a published manifest, a rename, a private
     /// temporary folder): it is no longer removed.
     pub fn keep(self) -> SegmentMeta {
         self.files.keep();
         self.meta
+    }
+}
+
+/// POSTINGS keys after which [`ListsSeen`] gives up its shared keys when they are more than
+/// half of them (keys ascend, so the first ones are a fair sample of uniform hashes).
+const SHARED_CHECKED_AFTER: u64 = 1 << 16;
+
+/// A set of keys with false positives: one bit per hashed key in a table of about 16 bits a key
+/// (a false positive for about one other key in sixteen), by the murmur finalizer's top bits.
+#[derive(Clone, Debug, Default)]
+pub struct SharedKeys {
+    bits: Vec<u64>,
+    /// 64 minus the bits of a bit's index.
+    shift: u32,
+}
+
+impl SharedKeys {
+    /// The set of `keys`.
+    pub fn of(keys: &[u64]) -> SharedKeys {
+        let n = keys.len().saturating_mul(16).next_power_of_two().max(64);
+        let mut s = SharedKeys {
+            bits: vec![0; n / 64],
+            shift: 64 - n.trailing_zeros(),
+        };
+        for &k in keys {
+            let i = s.slot(k);
+            s.bits[i / 64] |= 1 << (i % 64);
+        }
+        s
+    }
+
+    #[inline]
+    fn slot(&self, key: u64) -> usize {
+        (segment::filter::mix(key, 0) >> self.shift) as usize
+    }
+
+    /// False if `key` is certainly not in the set.
+    #[inline]
+    pub fn may_contain(&self, key: u64) -> bool {
+        let i = self.slot(key);
+        self.bits
+            .get(i / 64)
+            .is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
 }
 
@@ -1423,6 +1515,127 @@ mod tests {
         b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
             .unwrap();
         assert!(b.finish().unwrap().take_keys().is_none());
+    }
+
+    /// `keep_shared_keys` keeps exactly the keys of lists of more than one document, in both
+    /// formats and whether the lists come from sorted records or one by one; past its bound,
+    /// or when they are more than half the keys, none. Their set has no false negatives and
+    /// about one false positive in sixteen.
+    #[test]
+    fn shared_keys_are_the_keys_of_several_documents() {
+        let dir = tempfile::tempdir().unwrap();
+        // 250 keys of its own per document, 10 of a group of 30 documents: more keys than
+        // `SHARED_CHECKED_AFTER`, few shared.
+        let docs: Vec<(u32, Vec<u64>)> = (0..300u64)
+            .map(|d| {
+                let own = (0..250).map(|j| segment::filter::mix(d * 1000 + j, 1));
+                let group = (0..10).map(|j| segment::filter::mix(d % 10 * 100 + j, 2));
+                let f: BTreeSet<u64> = own.chain(group).collect();
+                (d as u32 * 2, f.into_iter().collect())
+            })
+            .collect();
+        let mut pairs: Vec<KeyDoc> = docs
+            .iter()
+            .flat_map(|(d, f)| f.iter().map(move |&key| KeyDoc { key, doc: *d }))
+            .collect();
+        pairs.sort_unstable();
+        let mut want: Vec<u64> = pairs
+            .chunk_by(|a, b| a.key == b.key)
+            .filter(|g| g.len() > 1)
+            .map(|g| g[0].key)
+            .collect();
+        want.dedup();
+        assert_eq!(want.len(), 100);
+        let singles: Vec<u64> = pairs
+            .chunk_by(|a, b| a.key == b.key)
+            .filter(|g| g.len() == 1)
+            .map(|g| g[0].key)
+            .collect();
+        for (format, one_by_one) in [(2, false), (3, false), (3, true)] {
+            let name = format!("v{format}{one_by_one}");
+            let b = SegmentBuilder::create_version(dir.path(), &name, format).unwrap();
+            let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
+            b.keep_shared_keys(want.len() as u64 * 8);
+            for (d, f) in &docs {
+                b.forward(*d, f).unwrap();
+            }
+            if one_by_one {
+                b.begin_postings().unwrap();
+                for g in pairs.chunk_by(|a, b| a.key == b.key) {
+                    let ids: Vec<u32> = g.iter().map(|p| p.doc).collect();
+                    b.posting_list(g[0].key, &ids).unwrap();
+                }
+                b.end_postings().unwrap();
+            } else {
+                b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+                    .unwrap();
+            }
+            let mut built = b.finish().unwrap();
+            assert_eq!(built.shared_keys.as_deref(), Some(&want[..]), "{name}");
+            let set = built.take_shared_keys().expect("kept");
+            assert!(built.take_shared_keys().is_none(), "handed out once");
+            assert!(want.iter().all(|&k| set.may_contain(k)), "{name}");
+            let fp = singles.iter().filter(|&&k| set.may_contain(k)).count();
+            assert!(fp * 8 < singles.len(), "{name}: {fp} of {}", singles.len());
+        }
+        // One key more than the bound: none kept.
+        let b = SegmentBuilder::create_version(dir.path(), "bound", 3).unwrap();
+        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
+        b.keep_shared_keys((want.len() as u64 - 1) * 8);
+        for (d, f) in &docs {
+            b.forward(*d, f).unwrap();
+        }
+        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+            .unwrap();
+        assert!(b.finish().unwrap().take_shared_keys().is_none());
+        // More than half the keys shared (most of `corpus()`'s): none.
+        let (docs, pairs) = corpus();
+        let b = SegmentBuilder::create_version(dir.path(), "most", 3).unwrap();
+        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
+        b.keep_shared_keys(1 << 20);
+        for (d, f) in &docs {
+            b.forward(*d, f).unwrap();
+        }
+        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+            .unwrap();
+        let mut built = b.finish().unwrap();
+        let shared = built.shared_keys.as_ref().map_or(0, |k| k.len() as u64);
+        assert!(shared * 2 > built.keys, "{shared} of {}", built.keys);
+        assert!(built.take_shared_keys().is_none());
+        // Past `SHARED_CHECKED_AFTER` keys, most shared (documents in pairs): given up then.
+        let docs: Vec<(u32, Vec<u64>)> = (0..1_400u64)
+            .map(|d| {
+                let f: BTreeSet<u64> = (0..100)
+                    .map(|j| segment::filter::mix(d / 2 * 100 + j, 3))
+                    .collect();
+                (d as u32, f.into_iter().collect())
+            })
+            .collect();
+        let mut pairs: Vec<KeyDoc> = docs
+            .iter()
+            .flat_map(|(d, f)| f.iter().map(move |&key| KeyDoc { key, doc: *d }))
+            .collect();
+        pairs.sort_unstable();
+        let b = SegmentBuilder::create_version(dir.path(), "pairs", 3).unwrap();
+        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
+        b.keep_shared_keys(1 << 30);
+        for (d, f) in &docs {
+            b.forward(*d, f).unwrap();
+        }
+        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+            .unwrap();
+        let built = b.finish().unwrap();
+        assert_eq!(built.keys, 70_000);
+        assert!(built.shared_keys.is_none(), "given up");
+        // The set of many keys: about 1/16 false positives.
+        let keys: Vec<u64> = (0..50_000u64).map(|i| segment::filter::mix(i, 7)).collect();
+        let set = SharedKeys::of(&keys);
+        assert!(keys.iter().all(|&k| set.may_contain(k)));
+        let others = (0..200_000u64)
+            .filter(|&i| set.may_contain(segment::filter::mix(i + (1 << 20), 7)))
+            .count();
+        assert!((8_000..17_000).contains(&others), "{others} of 200,000");
+        assert!(!SharedKeys::of(&[]).may_contain(5));
     }
 
     /// Format 3: FORWARD is the inversion of POSTINGS, as ranks, read back as the documents'

@@ -741,6 +741,11 @@ impl Index {
             && self.view.doc_ids() == 0
             && matches!(opts.matching, Matching::Auto | Matching::Prefix)
             && crate::pipeline::prefix::applies_to(&self.pairs_config()?);
+        if keep {
+            // The self-join skips the keys of one document, most of a batch's (a sixteenth
+            // of --mem: 8 bytes a key of several documents).
+            builder.keep_shared_keys(opts.mem_bytes / 16);
+        }
         let seg = NewSegment {
             builder,
             sorter,
@@ -940,9 +945,11 @@ impl Index {
         if let (Some(keys), Some(si)) = (built.take_keys(), new) {
             view.segments[si].seg.seed_keys(keys);
         }
+        let shared = built.take_shared_keys();
         let given = match (hashes, new) {
             (Some(flat), Some(si)) => {
                 crate::query::DocLists::from_hashes(&view, si, doc_lo..doc_hi, flat)
+                    .map(|l| l.with_shared_keys(shared))
             }
             _ => None,
         };

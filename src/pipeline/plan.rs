@@ -39,7 +39,8 @@ pub struct PairsStats {
     /// Probing documents whose probe set the limit left short (their pairs that share only
     /// over-limit keys can be missed).
     pub max_df_docs_cut: u64,
-    /// Join and prefix only: (key, doc) probe records sorted.
+    /// Join and prefix only: (key, doc) probe records sorted (prefix, in an ingest into an
+    /// empty index: only those under keys of more than one document).
     pub probe_records: u64,
     /// Join pipeline: candidate pair records emitted by the merge join (before dedup); prefix:
     /// the (pair, shared probe key) records.

@@ -180,11 +180,13 @@ fn join_whole(
 
 /// The lists a caller gives (`DocLists::from_hashes`, as ingest gives the read stage's
 /// hashes) yield exactly the pairs, candidates and verification counts of the lists read
-/// back from the segment, kept or not; lists that are not the live documents' are ignored
-/// or refused.
+/// back from the segment, kept or not, with a set of the keys in more than one document
+/// (exact, or every key) or without; lists that are not the live documents' are ignored or
+/// refused.
 #[test]
 fn given_lists_equal_lists_read() {
     use crate::query::DocLists;
+    let mut fewer_records = false;
     for format in [2, 3] {
         let tmp = tempfile::tempdir().unwrap();
         let n = 48;
@@ -209,18 +211,43 @@ fn given_lists_equal_lists_read() {
             if t == "0.5" {
                 assert!(want.len() > 30, "{what}: the corpus has pairs");
             }
-            for keep in [None, Some(true), Some(false)] {
-                let all = 0..view.doc_ids();
-                let given = DocLists::from_hashes(view, 0, all, hashes(view)).expect("the view's");
-                assert!(given.raw_is_hashes());
-                let (got, gs) = run(Some(given), keep);
-                assert_eq!(got, want, "{what}, keep {keep:?}");
-                for (g, w) in got.iter().zip(&want) {
-                    assert_eq!(g.m.resemblance.to_bits(), w.m.resemblance.to_bits());
+            // The keys in more than one document, and every key: sets of shared keys without
+            // and with (many) false positives.
+            let (mut shared, mut every) = (Vec::new(), hashes(view));
+            every.sort_unstable();
+            for g in every.chunk_by(|a, b| a == b) {
+                if g.len() > 1 {
+                    shared.push(g[0]);
                 }
-                assert_eq!(gs.lists_given, n as u64, "{what}");
-                assert_eq!(gs.candidates, ws.candidates, "{what}");
-                assert_eq!(gs.verified_by_ranks, ws.verified_by_ranks, "{what}");
+            }
+            every.dedup();
+            assert!(shared.len() < every.len(), "{what}: keys of one document");
+            for keep in [None, Some(true), Some(false)] {
+                for keys in [None, Some(&shared), Some(&every)] {
+                    let all = 0..view.doc_ids();
+                    let given = DocLists::from_hashes(view, 0, all, hashes(view))
+                        .expect("the view's")
+                        .with_shared_keys(keys.map(|k| crate::build::SharedKeys::of(k)));
+                    assert!(given.raw_is_hashes());
+                    let (got, gs) = run(Some(given), keep);
+                    let what = format!("{what}, keep {keep:?}, shared {}", keys.is_some());
+                    assert_eq!(got, want, "{what}");
+                    for (g, w) in got.iter().zip(&want) {
+                        assert_eq!(g.m.resemblance.to_bits(), w.m.resemblance.to_bits());
+                    }
+                    assert_eq!(gs.lists_given, n as u64, "{what}");
+                    assert_eq!(gs.candidates, ws.candidates, "{what}");
+                    assert_eq!(gs.candidates_pruned, ws.candidates_pruned, "{what}");
+                    assert_eq!(gs.candidate_records, ws.candidate_records, "{what}");
+                    assert_eq!(gs.verified_by_ranks, ws.verified_by_ranks, "{what}");
+                    // Records only under keys the set may hold: fewer with the exact set.
+                    if keys == Some(&shared) {
+                        assert!(gs.probe_records <= ws.probe_records, "{what}");
+                        fewer_records |= gs.probe_records < ws.probe_records;
+                    } else {
+                        assert_eq!(gs.probe_records, ws.probe_records, "{what}");
+                    }
+                }
             }
             // Refused: a segment that does not hold the documents, a hash short.
             let mut flat = hashes(view);
@@ -249,6 +276,7 @@ fn given_lists_equal_lists_read() {
         }
         assert_eq!(runs[0], runs[1]);
     }
+    assert!(fewer_records, "the keys of one document left out");
 }
 
 /// Ingest into an empty index gives the prefix self-join the read stage's hashes (no list
@@ -290,6 +318,23 @@ fn ingest_gives_the_read_stages_hashes() {
         let seg = std::fs::read(dir.join("segments").join(s.segment.as_ref().unwrap())).unwrap();
         found.push((s.near_duplicate_pairs, seg));
         if k == 0 {
+            // The given lists came with the keys of several documents: records under those
+            // alone, fewer than the whole probe sets the same self-join lists afterwards.
+            let view = ix.view();
+            let s0 = ix.options().sample().unwrap();
+            let cfg = PairsConfig::new(s0, ix.options().cluster_threshold().unwrap());
+            let mut none = |_: &[Pair]| Ok(());
+            let all = prefix_pairs(view, &cfg, 64 << 20, 0..n, 0, None, &mut none)
+                .unwrap()
+                .expect("applies and fits");
+            let stats = s.matching_stats.as_ref().unwrap();
+            let records = stats["probe_records"].as_u64().unwrap();
+            assert!(
+                records < all.probe_records,
+                "{records} of {}",
+                all.probe_records
+            );
+            assert_eq!(stats["candidates"].as_u64(), Some(all.candidates));
             // A second batch (the same pages under other keys) into the non-empty index.
             let again = tmp.path().join("again");
             std::fs::create_dir_all(&again).unwrap();

@@ -95,7 +95,7 @@ pub struct Scratch {
 
 impl Scratch {
     /// The probe keys the last [`Matcher::choose_probes`] chose.
-    pub fn probes(&self) -> impl Iterator<Item = u64> + '_ {
+    pub fn probes(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
         self.order.iter().map(|&(_, k)| k)
     }
 

@@ -148,6 +148,9 @@ pub struct DocLists {
     /// `raw` holds every document's feature hashes in place of its stored list
     /// ([`DocLists::from_hashes`]).
     raw_hashes: bool,
+    /// A set (with false positives) of the keys in more than one of these lists, if known
+    /// ([`DocLists::with_shared_keys`]).
+    shared: Option<crate::build::SharedKeys>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -270,6 +273,19 @@ impl DocLists {
             raw_hashes: true,
             ..Default::default()
         })
+    }
+
+    /// These lists with `shared`, a set holding every key in more than one of them (false
+    /// positives allowed): the segment builder's keys of lists of several documents, for
+    /// lists of that segment's documents.
+    pub fn with_shared_keys(mut self, shared: Option<crate::build::SharedKeys>) -> DocLists {
+        self.shared = shared;
+        self
+    }
+
+    /// The set given by [`DocLists::with_shared_keys`], taken out.
+    pub fn take_shared_keys(&mut self) -> Option<crate::build::SharedKeys> {
+        self.shared.take()
     }
 
     /// Whether [`DocLists::raw`] gives the hashes in place of the stored lists
