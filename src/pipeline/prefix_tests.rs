@@ -288,12 +288,16 @@ fn ingest_gives_the_read_stages_hashes() {
     let tmp = tempfile::tempdir().unwrap();
     let docs = tmp.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
-    // Enough features (~40k) for the postings to be sorted from the kept lists themselves.
-    let n = 100;
+    // Enough features (~80k) for the postings to be sorted from the kept lists themselves:
+    // 100 pages in families, 100 of words of their own (most of the keys in one page each).
+    let n = 200;
     for d in 0..n {
-        let text: Vec<String> = (0..400).map(|i| family_word(d, i)).collect();
+        let text: Vec<String> = match d < 100 {
+            true => (0..400).map(|i| family_word(d, i)).collect(),
+            false => (0..400).map(|i| format!("u{d}w{i}")).collect(),
+        };
         let html = format!("<html><body><p>{}</p></body></html>", text.join(" "));
-        std::fs::write(docs.join(format!("d{d:02}.html")), html).unwrap();
+        std::fs::write(docs.join(format!("d{d:03}.html")), html).unwrap();
     }
     let given = |s: &crate::pipeline::IngestSummary| {
         s.matching_stats.as_ref().unwrap()["lists_given"]
@@ -312,7 +316,7 @@ fn ingest_gives_the_read_stages_hashes() {
             .ingest(vec![docs.clone()], &opts, &mut |_| Ok(()), &|_| {})
             .unwrap();
         assert!(s.near_duplicate_pairs > 30, "{}", s.near_duplicate_pairs);
-        // 100 documents of ~400 hashes: ~320 KiB, within 1 MiB, not within 2 KiB.
+        // 200 documents of ~400 hashes: ~640 KiB, within 1 MiB, not within 2 KiB.
         assert_eq!(given(&s), if k == 0 { n as u64 } else { 0 }, "mem {mem}");
         // The segment's bytes: postings sorted from the kept lists or by the external sort.
         let seg = std::fs::read(dir.join("segments").join(s.segment.as_ref().unwrap())).unwrap();
@@ -340,7 +344,7 @@ fn ingest_gives_the_read_stages_hashes() {
             std::fs::create_dir_all(&again).unwrap();
             for d in 0..4 {
                 std::fs::copy(
-                    docs.join(format!("d{d:02}.html")),
+                    docs.join(format!("d{d:03}.html")),
                     again.join(format!("e{d}.html")),
                 )
                 .unwrap();
