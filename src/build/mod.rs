@@ -1418,12 +1418,37 @@ mod tests {
                 (d * 2, f.into_iter().collect())
             })
             .collect();
+        let pairs = records(&docs);
+        (docs, pairs)
+    }
+
+    /// The `(key, doc)` records of `docs`' features, sorted.
+    fn records(docs: &[(u32, Vec<u64>)]) -> Vec<KeyDoc> {
         let mut pairs: Vec<KeyDoc> = docs
             .iter()
             .flat_map(|(d, f)| f.iter().map(move |&key| KeyDoc { key, doc: *d }))
             .collect();
         pairs.sort_unstable();
-        (docs, pairs)
+        pairs
+    }
+
+    /// Segment `name` (format `format`) of `docs`, its postings from `pairs` sorted, with
+    /// `keep` asked of the builder first.
+    fn built_with(
+        dir: &std::path::Path,
+        (name, format): (&str, u32),
+        (docs, pairs): (&[(u32, Vec<u64>)], &[KeyDoc]),
+        keep: impl FnOnce(&mut SegmentBuilder),
+    ) -> BuiltSegment {
+        let b = SegmentBuilder::create_version(dir, name, format).unwrap();
+        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.join("tmp")));
+        keep(&mut b);
+        for (d, f) in docs {
+            b.forward(*d, f).unwrap();
+        }
+        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
+            .unwrap();
+        b.finish().unwrap()
     }
 
     /// Format 3: the POSTINGS keys kept by `keep_keys` are the keys the file holds in rank
@@ -1494,27 +1519,14 @@ mod tests {
             }
         }
         // More keys than the bound: none kept (and the segment the same).
-        let b = SegmentBuilder::create_version(dir.path(), "bound", 3).unwrap();
-        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
-        b.keep_keys((distinct as u64 - 1) * 8);
-        for (d, f) in &docs {
-            b.forward(*d, f).unwrap();
-        }
-        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
-            .unwrap();
-        let mut built = b.finish().unwrap();
+        let corpus = (&docs[..], &pairs[..]);
+        let bound = (distinct as u64 - 1) * 8;
+        let mut built = built_with(dir.path(), ("bound", 3), corpus, |b| b.keep_keys(bound));
         assert!(built.take_keys().is_none());
         assert_eq!(built.keys, distinct as u64);
         // Formats 1 and 2 keep none.
-        let b = SegmentBuilder::create_version(dir.path(), "v2", 2).unwrap();
-        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
-        b.keep_keys(1 << 20);
-        for (d, f) in &docs {
-            b.forward(*d, f).unwrap();
-        }
-        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
-            .unwrap();
-        assert!(b.finish().unwrap().take_keys().is_none());
+        let mut built = built_with(dir.path(), ("v2", 2), corpus, |b| b.keep_keys(1 << 20));
+        assert!(built.take_keys().is_none());
     }
 
     /// `keep_shared_keys` keeps exactly the keys of lists of more than one document, in both
@@ -1534,11 +1546,7 @@ mod tests {
                 (d as u32 * 2, f.into_iter().collect())
             })
             .collect();
-        let mut pairs: Vec<KeyDoc> = docs
-            .iter()
-            .flat_map(|(d, f)| f.iter().map(move |&key| KeyDoc { key, doc: *d }))
-            .collect();
-        pairs.sort_unstable();
+        let pairs = records(&docs);
         let mut want: Vec<u64> = pairs
             .chunk_by(|a, b| a.key == b.key)
             .filter(|g| g.len() > 1)
@@ -1579,26 +1587,18 @@ mod tests {
             assert!(fp * 8 < singles.len(), "{name}: {fp} of {}", singles.len());
         }
         // One key more than the bound: none kept.
-        let b = SegmentBuilder::create_version(dir.path(), "bound", 3).unwrap();
-        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
-        b.keep_shared_keys((want.len() as u64 - 1) * 8);
-        for (d, f) in &docs {
-            b.forward(*d, f).unwrap();
-        }
-        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
-            .unwrap();
-        assert!(b.finish().unwrap().take_shared_keys().is_none());
+        let bound = (want.len() as u64 - 1) * 8;
+        let input = (&docs[..], &pairs[..]);
+        let mut built = built_with(dir.path(), ("bound", 3), input, |b| {
+            b.keep_shared_keys(bound)
+        });
+        assert!(built.take_shared_keys().is_none());
         // More than half the keys shared (most of `corpus()`'s): none.
         let (docs, pairs) = corpus();
-        let b = SegmentBuilder::create_version(dir.path(), "most", 3).unwrap();
-        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
-        b.keep_shared_keys(1 << 20);
-        for (d, f) in &docs {
-            b.forward(*d, f).unwrap();
-        }
-        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
-            .unwrap();
-        let mut built = b.finish().unwrap();
+        let input = (&docs[..], &pairs[..]);
+        let mut built = built_with(dir.path(), ("most", 3), input, |b| {
+            b.keep_shared_keys(1 << 20)
+        });
         let shared = built.shared_keys.as_ref().map_or(0, |k| k.len() as u64);
         assert!(shared * 2 > built.keys, "{shared} of {}", built.keys);
         assert!(built.take_shared_keys().is_none());
@@ -1611,20 +1611,11 @@ mod tests {
                 (d as u32, f.into_iter().collect())
             })
             .collect();
-        let mut pairs: Vec<KeyDoc> = docs
-            .iter()
-            .flat_map(|(d, f)| f.iter().map(move |&key| KeyDoc { key, doc: *d }))
-            .collect();
-        pairs.sort_unstable();
-        let b = SegmentBuilder::create_version(dir.path(), "pairs", 3).unwrap();
-        let mut b = b.with_sort(SortOptions::new(1 << 20, dir.path().join("tmp")));
-        b.keep_shared_keys(1 << 30);
-        for (d, f) in &docs {
-            b.forward(*d, f).unwrap();
-        }
-        b.postings_from_sorted(pairs.iter().map(|p| Ok(*p)))
-            .unwrap();
-        let built = b.finish().unwrap();
+        let pairs = records(&docs);
+        let input = (&docs[..], &pairs[..]);
+        let built = built_with(dir.path(), ("pairs", 3), input, |b| {
+            b.keep_shared_keys(1 << 30)
+        });
         assert_eq!(built.keys, 70_000);
         assert!(built.shared_keys.is_none(), "given up");
         // The set of many keys: about 1/16 false positives.
