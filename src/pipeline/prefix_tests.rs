@@ -5,6 +5,21 @@ use crate::pipeline::pairs::for_each_pair_block;
 use crate::pipeline::plan::{Matching, Pair, PairsConfig};
 use crate::pipeline::prefix::{prefix_join, prefix_pairs};
 
+/// `prefix_pairs` of the whole index under `mem` bytes (no lists given): its pairs and stats.
+fn prefix_whole(
+    view: &crate::view::View,
+    cfg: &PairsConfig,
+    mem: u64,
+) -> (Vec<Pair>, Option<crate::pipeline::plan::PairsStats>) {
+    let mut pairs = Vec::new();
+    let mut emit = |b: &[Pair]| {
+        pairs.extend_from_slice(b);
+        Ok(())
+    };
+    let st = prefix_pairs(view, cfg, mem, 0..view.doc_ids(), 0, None, &mut emit).unwrap();
+    (pairs, st)
+}
+
 /// Pages in 7 families (and some pages of their own) over two batches (two segments),
 /// then a few deleted.
 fn index(dir: &std::path::Path, format: u32, sample: &str) -> crate::index::Index {
@@ -46,15 +61,8 @@ fn prefix_pairs_equal_probe_pairs() {
                     Ok(())
                 })
                 .unwrap();
-                let mut got = Vec::new();
-                let mut emit = |b: &[Pair]| {
-                    got.extend_from_slice(b);
-                    Ok(())
-                };
-                let all = 0..view.doc_ids();
-                let gs = prefix_pairs(view, &cfg, 64 << 20, all, 0, None, &mut emit)
-                    .unwrap()
-                    .expect("applies and fits");
+                let (got, gs) = prefix_whole(view, &cfg, 64 << 20);
+                let gs = gs.expect("applies and fits");
                 let what = format!("{sample} format {format} t {t}");
                 assert_eq!(got, want, "{what}");
                 for (g, w) in got.iter().zip(&want) {
@@ -399,15 +407,8 @@ fn candidates_are_the_pairs_sharing_a_probe_key() {
                     }
                 }
             }
-            let mut pairs = Vec::new();
-            let mut emit = |b: &[Pair]| {
-                pairs.extend_from_slice(b);
-                Ok(())
-            };
-            let all = 0..view.doc_ids();
-            let st = prefix_pairs(view, &cfg, 64 << 20, all, 0, None, &mut emit)
-                .unwrap()
-                .expect("applies and fits");
+            let (pairs, st) = prefix_whole(view, &cfg, 64 << 20);
+            let st = st.expect("applies and fits");
             let what = format!("{sample} t {t}");
             assert!(
                 listed > distinct.len() as u64,
@@ -454,13 +455,8 @@ fn candidates_past_the_budget_go_document_by_document() {
     let (mut past_budget, mut declined) = (0, 0);
     let mut mem: u64 = 64 << 20;
     while mem >= 1 << 10 {
-        let mut got = Vec::new();
-        let mut emit = |b: &[Pair]| {
-            got.extend_from_slice(b);
-            Ok(())
-        };
-        let all = 0..view.doc_ids();
-        match prefix_pairs(view, &cfg, mem, all, 0, None, &mut emit).unwrap() {
+        let (got, st) = prefix_whole(view, &cfg, mem);
+        match st {
             Some(st) => {
                 assert_eq!(got, want, "mem {mem}");
                 assert!(st.probe_records * 16 <= mem / 4, "mem {mem}: records fit");

@@ -190,27 +190,40 @@ fn bucket_fn_of(lo: u64, hi: u64, buckets: usize) -> (u32, u64) {
     (bits.saturating_sub(want), lo)
 }
 
-/// Each part's count of records per bucket (`bucket(r)`), or None if a record's bucket is not
-/// below `buckets`.
+/// Bucket of `r` for keys from `lo` on, shifted by `shift`: past the last (`buckets` or more)
+/// for a key below `lo` or too far above the range the shift was made for.
+#[inline]
+fn raw_bucket<R: Keyed>(r: &R, lo: u64, shift: u32, buckets: usize) -> usize {
+    match r.key().checked_sub(lo) {
+        Some(off) => usize::try_from(off >> shift).unwrap_or(usize::MAX),
+        None => buckets,
+    }
+}
+
+/// Each part's count of records per bucket, a record past the last counted in the last
+/// (as [`partition`] places it), and whether any was.
 fn bucket_counts<R: Keyed, P: Parts<R> + ?Sized>(
     src: &P,
     buckets: usize,
-    bucket: impl Fn(&R) -> usize + Sync + Send,
-) -> Option<Vec<Vec<usize>>> {
+    (lo, shift): (u64, u32),
+) -> (Vec<Vec<usize>>, bool) {
     let n = src.count();
-    (0..n.div_ceil(PART_RECORDS))
+    let parts: Vec<(Vec<usize>, bool)> = (0..n.div_ceil(PART_RECORDS))
         .into_par_iter()
         .map(|p| {
             let (from, to) = part_range(p, n);
             let mut c = vec![0usize; buckets];
             let mut outside = false;
-            src.each(from, to, |r| match c.get_mut(bucket(&r)) {
-                Some(x) => *x += 1,
-                None => outside = true,
+            src.each(from, to, |r| {
+                let b = raw_bucket(&r, lo, shift, buckets);
+                outside |= b >= buckets;
+                c[b.min(buckets - 1)] += 1;
             });
-            (!outside).then_some(c)
+            (c, outside)
         })
-        .collect()
+        .collect();
+    let outside = parts.iter().any(|p| p.1);
+    (parts.into_iter().map(|p| p.0).collect(), outside)
 }
 
 /// Records per part of the parallel passes of [`partition`].
@@ -239,27 +252,18 @@ fn partition<R: Keyed, P: Parts<R> + ?Sized>(src: &P, buckets: usize) -> (Vec<R>
     let guess = src
         .key_range()
         .map(|(lo, hi)| bucket_fn_of(lo, hi, buckets));
-    let offset = |r: &R, lo: u64, shift: u32| (r.key().wrapping_sub(lo) >> shift) as usize;
     let guessed = guess.and_then(|(shift, lo)| {
-        let checked = |r: &R| match r.key() >= lo {
-            true => offset(r, lo, shift),
-            false => usize::MAX,
-        };
-        let counts = bucket_counts(src, buckets, checked)?;
-        Some((shift, lo, counts))
+        let (counts, outside) = bucket_counts(src, buckets, (lo, shift));
+        (!outside).then_some((shift, lo, counts))
     });
-    let (shift, lo, counts) = match guessed {
-        Some(known) => known,
-        None => {
-            // From the true range every offset is below `buckets` (the clamp never acts).
-            let (shift, lo) = bucket_fn(src, buckets);
-            let clamped = |r: &R| offset(r, lo, shift).min(buckets - 1);
-            let counts = bucket_counts(src, buckets, clamped).unwrap_or_default();
-            (shift, lo, counts)
-        }
-    };
-    // Below `buckets` for every record (the counts checked it).
-    let bucket = |r: &R| offset(r, lo, shift).min(buckets - 1);
+    let (shift, lo, counts) = guessed.unwrap_or_else(|| {
+        // From the true range no record is past the last bucket.
+        let (shift, lo) = bucket_fn(src, buckets);
+        let (counts, _) = bucket_counts(src, buckets, (lo, shift));
+        (shift, lo, counts)
+    });
+    // As the counts placed each record (so the scatter fills exactly their stretches).
+    let bucket = |r: &R| raw_bucket(r, lo, shift, buckets).min(buckets - 1);
     let mut bounds = Vec::with_capacity(buckets + 1);
     // starts[p][b]: where part p's first record of bucket b goes.
     let mut starts: Vec<Vec<usize>> = vec![vec![0; buckets]; counts.len()];
