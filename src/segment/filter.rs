@@ -65,20 +65,27 @@ fn segment_len(n: usize) -> u32 {
 /// filter" value when no seed works (never observed: the failure rate per seed is well below
 /// 1 % at these sizes).
 ///
-/// The peeling (Graf & Lemire's algorithm 3: slots of one key popped from a stack, the key
+/// The peeling (Graf & Lemire's algorithm 3: slots of one key taken from a queue, the key
 /// taken off its three slots, slots left with one key pushed) runs without a branch on the
-/// data: a popped slot whose count is no longer one (it is zero then) takes off its xor, 0,
+/// data: a slot taken whose count is no longer one (it is zero then) takes off its xor, 0,
 /// and pushes land in the queue's next place, which only advances for a slot left with one
 /// key. Blocks' keys are random, so the branches it replaces were mispredicted about as often
 /// as not: 17-26 % less time a key than the branching loop (`cargo bench --bench segment --
-/// filter`), with the same pops, pushes and bytes (BENCHMARKS.md, "Key filters built without data-dependent branches").
+/// filter`; BENCHMARKS.md, "Key filters built without data-dependent branches").
+///
+/// The queue is first in, first out (the paper pops a stack): the slot taken next was pushed
+/// long before, so its loads do not wait for the last key's pushes, and the keys' peels
+/// overlap in the core instead of running one after the other (a stack's top is the slot
+/// just pushed). About a third less time a key (BENCHMARKS.md, "Key filters peeled first in,
+/// first out"); the keys peeled are the same (peeling succeeds or fails whatever the order),
+/// the bytes are not.
 pub fn build(keys: &[u64], out: &mut Vec<u8>) {
     let len = segment_len(keys.len());
     let cap = 3 * len as usize;
     let mut xor = vec![0u64; cap];
     let mut count = vec![0u32; cap];
     // Each slot pushed at most once at first, then at most three pushes per key peeled, each
-    // written before the stack's top moves (so one place more).
+    // written before the queue's back moves (so one place more).
     let mut queue: Vec<u32> = vec![0; cap + 3 * keys.len() + 3];
     let mut stack: Vec<(u32, u64)> = vec![(0, 0); keys.len() + 1];
     for attempt in 0..MAX_ATTEMPTS {
@@ -98,10 +105,11 @@ pub fn build(keys: &[u64], out: &mut Vec<u8>) {
             q += (c == 1) as usize;
         }
         let mut peeled = 0;
-        while q > 0 {
-            q -= 1;
-            let i = queue[q] as usize;
-            // Counts only fall while peeling, so a slot popped with a count other than one
+        let mut head = 0;
+        while head < q {
+            let i = queue[head] as usize;
+            head += 1;
+            // Counts only fall while peeling, so a slot taken with a count other than one
             // has none left (count and xor 0): it takes off the hash 0, a no-op.
             let one = count[i] == 1;
             let h = xor[i];
@@ -281,8 +289,9 @@ mod tests {
         assert_eq!(a.len(), 12 + 36);
     }
 
-    /// The construction as the paper writes it (a branch per pop and per push): the
-    /// branch-free peeling makes the same pops, pushes and bytes.
+    /// The construction as the paper writes it (a branch per pop and per push), with a
+    /// first-in, first-out queue: the branch-free peeling makes the same pops, pushes and
+    /// bytes.
     fn branching_build(keys: &[u64], out: &mut Vec<u8>) {
         let len = segment_len(keys.len());
         let cap = 3 * len as usize;
@@ -296,9 +305,10 @@ mod tests {
                     count[i] += 1;
                 }
             }
-            let mut queue: Vec<usize> = (0..cap).filter(|&i| count[i] == 1).collect();
+            let mut queue: std::collections::VecDeque<usize> =
+                (0..cap).filter(|&i| count[i] == 1).collect();
             let mut stack = Vec::new();
-            while let Some(i) = queue.pop() {
+            while let Some(i) = queue.pop_front() {
                 if count[i] != 1 {
                     continue;
                 }
@@ -308,7 +318,7 @@ mod tests {
                     xor[j] ^= h;
                     count[j] -= 1;
                     if count[j] == 1 {
-                        queue.push(j);
+                        queue.push_back(j);
                     }
                 }
             }
