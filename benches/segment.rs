@@ -217,11 +217,40 @@ fn bench_filter(c: &mut Criterion) {
     g.finish();
 }
 
+/// A FORWARD list's Elias-Fano encoding (`segment::encode_u64s`), what ingest and every merge
+/// do once per document: 1,000 sorted 64-bit feature hashes (a page at `--sample all`), each
+/// iteration on the next of 256 distinct lists (a writer never encodes one twice).
+fn bench_elias_fano(c: &mut Criterion) {
+    let mut g = c.benchmark_group("elias_fano");
+    let mut state = 0x5bd1_e995;
+    let lists: Vec<Vec<u64>> = (0..256)
+        .map(|_| {
+            let mut v: Vec<u64> = (0..1_000).map(|_| next(&mut state)).collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    g.throughput(Throughput::Elements(1_000));
+    g.bench_function("forward_1000", |b| {
+        b.iter(|| {
+            out.clear();
+            i = (i + 1) % lists.len();
+            encode_u64s(black_box(&lists[i]), &mut out);
+            black_box(out.len())
+        })
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     bench_segment,
     bench_postings,
     bench_crc,
-    bench_filter
+    bench_filter,
+    bench_elias_fano
 );
 criterion_main!(benches);

@@ -116,8 +116,6 @@ pub fn encode(
     let mut acc: u128 = 0;
     let mut nbits: u32 = 0;
     let mut low_at = 0usize;
-    let mut next_zero = 0u64; // zeros sampled (or passed) before this bucket
-    let mut zs = 0usize; // zero samples written
     for (i, v) in values.enumerate() {
         if l > 0 {
             acc |= ((v & mask) as u128) << nbits;
@@ -136,18 +134,6 @@ pub fn encode(
             let s = i / SAMPLE * 4;
             one_samples[s..s + 4].copy_from_slice(&(p as u32).to_le_bytes());
         }
-        if zeros && next_zero < h {
-            // Zeros next_zero..h sit before this one: zero j is at position j + i. Only the
-            // multiples of SAMPLE among them are sampled.
-            let mut z = next_zero.next_multiple_of(SAMPLE as u64);
-            while z < h {
-                zero_samples[zs * 4..zs * 4 + 4]
-                    .copy_from_slice(&((z as usize + i) as u32).to_le_bytes());
-                zs += 1;
-                z += SAMPLE as u64;
-            }
-            next_zero = h;
-        }
     }
     while nbits > 0 {
         low[low_at] = acc as u8;
@@ -157,15 +143,40 @@ pub fn encode(
     }
     debug_assert_eq!(low_at, lay.low_bytes);
     if zeros {
-        let mut z = next_zero.next_multiple_of(SAMPLE as u64);
-        while z < lay.high_max {
-            zero_samples[zs * 4..zs * 4 + 4]
-                .copy_from_slice(&((z as usize + n) as u32).to_le_bytes());
-            zs += 1;
-            z += SAMPLE as u64;
-        }
+        sample_zeros(high, lay.high_bits, zero_samples);
     }
-    debug_assert_eq!(zs, lay.zero_samples);
+}
+
+/// Writes the positions of zeros 0, SAMPLE, 2 SAMPLE, ... of the high bit vector (its first
+/// `bits` bits) to `samples`, which has room for exactly those.
+///
+/// A pass over the finished vector's words rather than a test at each value: whether a value
+/// passes zeros depends on the data, and a branch on it was mispredicted about as often as
+/// not (a block's keys are random); a word holds a sampled zero about every other word.
+fn sample_zeros(high: &[u8], bits: usize, samples: &mut [u8]) {
+    let mut next = 0usize; // number of the next zero to sample
+    let mut seen = 0usize; // zeros in the words before this one
+    let mut zs = 0usize; // samples written
+    for (wi, chunk) in high.chunks(8).enumerate() {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        let valid = (bits - wi * 64).min(64);
+        let mask = if valid == 64 {
+            u64::MAX
+        } else {
+            (1u64 << valid) - 1
+        };
+        let w = !u64::from_le_bytes(b) & mask;
+        let c = w.count_ones() as usize;
+        while next < seen + c {
+            let pos = wi * 64 + select_in_word(w, (next - seen) as u32) as usize;
+            samples[zs * 4..zs * 4 + 4].copy_from_slice(&(pos as u32).to_le_bytes());
+            zs += 1;
+            next += SAMPLE;
+        }
+        seen += c;
+    }
+    debug_assert_eq!(zs * 4, samples.len());
 }
 
 /// Position of the set bit number `r` (0-based) of `w`; `r < w.count_ones()`.
