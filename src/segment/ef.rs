@@ -153,8 +153,8 @@ pub fn encode(
 /// A pass over the finished vector's words rather than a test at each value: whether a value
 /// passes zeros depends on the data, and a branch on it was mispredicted about as often as
 /// not (a block's keys are random). Here the loop over a word's samples runs about every
-/// other word (a word holds ~32 zeros; every 64th is sampled). `bits <= 8 high.len()`, so
-/// every chunk starts below `bits`.
+/// other word (a word holds ~32 zeros; every 64th is sampled). `high.len()` is `bits` / 8
+/// rounded up, so every chunk starts below `bits`.
 fn sample_zeros(high: &[u8], bits: usize, samples: &mut [u8]) {
     let mut next = 0usize; // number of the next zero to sample
     let mut seen = 0usize; // zeros in the words before this one
