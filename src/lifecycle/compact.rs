@@ -22,7 +22,7 @@ use serde::Serialize;
 use crate::build::{BuiltSegment, SegmentBuilder};
 use crate::error::{Error, Result};
 use crate::index::{Index, SEGMENTS_DIR};
-use crate::segment::{self, Entries, Segment};
+use crate::segment::{self, Segment};
 use crate::store::{Manifest, META_MANIFEST};
 use crate::view::{LiveSegment, FREQUENT_TABLE};
 
@@ -471,25 +471,48 @@ fn merge_tables<'a>(
 }
 
 /// [`merge_tables`] of the inputs' entries `iters`.
-fn merge_entries<'a>(
-    mut iters: Vec<Entries<'a>>,
+fn merge_entries<'a, I>(
+    mut iters: Vec<I>,
     mut f: impl FnMut(u64, &[(usize, &'a [u8])]) -> Result<()>,
-) -> Result<()> {
-    let mut heads: Vec<Option<(u64, &'a [u8])>> = iters
-        .iter_mut()
-        .map(|it| it.next().transpose())
-        .collect::<Result<_>>()?;
+) -> Result<()>
+where
+    I: Iterator<Item = Result<(u64, &'a [u8])>>,
+{
     let mut group: Vec<(usize, &'a [u8])> = Vec::new();
     if iters.len() <= SCAN_INPUTS {
         // A merge takes a few segments (the policy's fan-in): a scan of the heads finds the
-        // smallest key in fewer steps than a heap.
-        while let Some(key) = heads.iter().flatten().map(|h| h.0).min() {
+        // smallest key in fewer steps than a heap. The scan has no data-dependent branch:
+        // the heads' keys sit in a fixed-size array (an input without a head holds
+        // `u64::MAX` and is out of `live`), their minimum and the mask of the inputs holding
+        // it are computed over all of it, and only the mask's bits are visited. Which inputs
+        // hold the next key is as random as the keys, so a test per input mispredicted
+        // about as often as not.
+        let mut keys = [u64::MAX; SCAN_INPUTS];
+        let mut values: [&'a [u8]; SCAN_INPUTS] = [&[]; SCAN_INPUTS];
+        let mut live: u32 = 0;
+        for (i, it) in iters.iter_mut().enumerate() {
+            if let Some((k, v)) = it.next().transpose()? {
+                (keys[i], values[i]) = (k, v);
+                live |= 1 << i;
+            }
+        }
+        while live != 0 {
+            let key = keys.iter().fold(u64::MAX, |m, &k| m.min(k));
+            let mut holders = 0u32;
+            for (i, &k) in keys.iter().enumerate() {
+                holders |= u32::from(k == key) << i;
+            }
+            holders &= live;
             group.clear();
-            for (i, head) in heads.iter_mut().enumerate() {
-                if let Some((k, v)) = *head {
-                    if k == key {
-                        group.push((i, v));
-                        *head = iters[i].next().transpose()?;
+            while holders != 0 {
+                let i = holders.trailing_zeros() as usize;
+                holders &= holders - 1;
+                group.push((i, values[i]));
+                match iters[i].next().transpose()? {
+                    Some((k, v)) => (keys[i], values[i]) = (k, v),
+                    None => {
+                        keys[i] = u64::MAX;
+                        live &= !(1 << i);
                     }
                 }
             }
@@ -497,6 +520,10 @@ fn merge_entries<'a>(
         }
         return Ok(());
     }
+    let mut heads: Vec<Option<(u64, &'a [u8])>> = iters
+        .iter_mut()
+        .map(|it| it.next().transpose())
+        .collect::<Result<_>>()?;
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = heads
         .iter()
         .enumerate()
@@ -542,4 +569,87 @@ pub fn held_tombstones(index: &Index) -> Result<RoaringBitmap> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use proptest::prelude::*;
+
+    use super::{merge_entries, SCAN_INPUTS};
+    use crate::error::{Error, Result};
+
+    /// Keys that collide across inputs often, with the ends of the key space (`u64::MAX` is
+    /// also what the scan holds for an input without a head).
+    fn key_sets() -> impl Strategy<Value = Vec<BTreeSet<u64>>> {
+        let key = prop_oneof![
+            8 => 0u64..40,
+            1 => Just(0u64),
+            1 => (u64::MAX - 2)..=u64::MAX,
+        ];
+        proptest::collection::vec(proptest::collection::btree_set(key, 0..30), 0..=12)
+    }
+
+    proptest! {
+        /// Both ways of merging (a scan of up to `SCAN_INPUTS` heads, a heap above) call `f`
+        /// once per distinct key in key order, with every input holding it, by input index.
+        #[test]
+        fn merge_groups_every_key_once_in_order(sets in key_sets()) {
+            // A value names its input and key, so a value from the wrong place shows.
+            let values: Vec<Vec<(u64, Vec<u8>)>> = sets
+                .iter()
+                .enumerate()
+                .map(|(i, s)| s.iter().map(|&k| (k, format!("{i}:{k}").into_bytes())).collect())
+                .collect();
+            let mut want: BTreeMap<u64, Vec<(usize, Vec<u8>)>> = BTreeMap::new();
+            for (i, entries) in values.iter().enumerate() {
+                for (k, v) in entries {
+                    want.entry(*k).or_default().push((i, v.clone()));
+                }
+            }
+            let iters: Vec<_> = values
+                .iter()
+                .map(|entries| entries.iter().map(|(k, v)| Ok((*k, v.as_slice()))))
+                .collect();
+            let mut got: Vec<(u64, Vec<(usize, Vec<u8>)>)> = Vec::new();
+            merge_entries(iters, |key, group| {
+                got.push((key, group.iter().map(|&(i, v)| (i, v.to_vec())).collect()));
+                Ok(())
+            })
+            .unwrap();
+            prop_assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+        }
+    }
+
+    /// An input's error ends the merge with that error, in both ways of merging.
+    #[test]
+    fn an_input_error_ends_the_merge() {
+        for inputs in [2, SCAN_INPUTS + 2] {
+            let iters: Vec<Box<dyn Iterator<Item = Result<(u64, &[u8])>>>> = (0..inputs)
+                .map(|i| -> Box<dyn Iterator<Item = Result<(u64, &[u8])>>> {
+                    if i == 1 {
+                        Box::new(
+                            [
+                                Ok((5, &b"v"[..])),
+                                Err(Error::InvalidArgument("bad block".into())),
+                            ]
+                            .into_iter(),
+                        )
+                    } else {
+                        Box::new((0..10u64).map(|k| Ok((k * 3, &b"w"[..]))))
+                    }
+                })
+                .collect();
+            let mut keys = Vec::new();
+            let e = merge_entries(iters, |key, _| {
+                keys.push(key);
+                Ok(())
+            })
+            .unwrap_err();
+            assert!(e.to_string().contains("bad block"), "{e}");
+            // Keys up to the failing input's good entry were merged, none past its error.
+            assert_eq!(keys, [0, 3], "{inputs} inputs");
+        }
+    }
 }
