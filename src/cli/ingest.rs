@@ -148,6 +148,19 @@ struct MethodCreateArgs {
     imatch_lexicons: Option<String>,
 }
 
+/// `ingest --json`: the batch's summary, then the merge the policy ran after it.
+#[derive(serde::Serialize)]
+struct IngestJson<'a, S: serde::Serialize> {
+    #[serde(flatten)]
+    batch: &'a S,
+    /// The merge after the batch (absent when the policy chose none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compaction: Option<ndd_index::lifecycle::CompactSummary>,
+    /// Why that merge failed (absent unless it did): the batch is published all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compaction_error: Option<String>,
+}
+
 pub fn run(a: IngestArgs) -> Result<(), Error> {
     if a.background {
         // Before any worker thread starts (they inherit it).
@@ -250,17 +263,27 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
         b.finish_and_clear();
     }
     let summary = summary?;
+    let (mut compaction, mut compaction_error) = (None, None);
     if !summary.already_ingested {
-        // The batch is published already: a failed merge is a warning, not a failure.
+        // The batch is published already: a failed merge is a warning, not a failure (the
+        // index stays as the batch left it; the next ingest or `compact` merges again).
         match index.compact_after_ingest_with(&merge_policy(a.max_segment)) {
-            Ok(Some(s)) if !(a.quiet || a.ix.json) => eprintln!(
-                "ndd-index: compacted {} segments into {} ({:.2} s)",
-                s.merged.len(),
-                s.segment.as_deref().unwrap_or("nothing"),
-                s.seconds
-            ),
-            Ok(_) => {}
-            Err(e) => eprintln!("ndd-index: warning: compaction after ingest failed: {e}"),
+            Ok(Some(s)) => {
+                if !(a.quiet || a.ix.json) {
+                    eprintln!(
+                        "ndd-index: compacted {} segments into {} ({:.2} s)",
+                        s.merged.len(),
+                        s.segment.as_deref().unwrap_or("nothing"),
+                        s.seconds
+                    );
+                }
+                compaction = Some(s);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("ndd-index: warning: compaction after ingest failed: {e}");
+                compaction_error = Some(e.to_string());
+            }
         }
     }
     if let (Some(f), Some(p)) = (report_file.as_mut(), a.report.as_ref()) {
@@ -268,7 +291,11 @@ pub fn run(a: IngestArgs) -> Result<(), Error> {
     }
     let mut out = Out::new();
     if a.ix.json {
-        return out.json(&summary);
+        return out.json(&IngestJson {
+            batch: &summary,
+            compaction,
+            compaction_error,
+        });
     }
     if summary.already_ingested {
         return out.line(format_args!(

@@ -201,12 +201,25 @@ fn policy_merges_small_segments_after_ingest_without_changing_answers() {
     write_corpus(&all, 160, 11);
     let idx = TestIndex::at(w.path().join("idx"));
     for (b, dir) in split_batches(&all, w.path(), 40).into_iter().enumerate() {
-        idx.ingest(&[&dir], &[]);
+        let v = idx.ingest(&[&dir], &[]);
         let segs = std::fs::read_dir(idx.path().join("segments"))
             .unwrap()
             .count();
         // Four segments of similar size make a full level: merged right after the 4th ingest.
         assert_eq!(segs, if b < 3 { b + 1 } else { 1 }, "after batch {b}");
+        // `--json` says what the merge after the batch did.
+        assert!(v.get("compaction_error").is_none(), "{v}");
+        if b < 3 {
+            assert!(v.get("compaction").is_none(), "after batch {b}: {v}");
+        } else {
+            let c = &v["compaction"];
+            assert_eq!(c["merged"].as_array().map(Vec::len), Some(4), "{v}");
+            assert_eq!(c["docs"], 160, "{v}");
+            assert!(
+                c["segment"].as_str().is_some_and(|s| s.ends_with(".ndds")),
+                "{v}"
+            );
+        }
     }
     let one = TestIndex::at(w.path().join("one"));
     one.ingest(&[&all], &[]);
@@ -217,6 +230,49 @@ fn policy_merges_small_segments_after_ingest_without_changing_answers() {
     idx.verify();
     // Nothing left to do for the policy.
     assert!(idx.stdout(&["compact"]).contains("nothing to compact"));
+}
+
+/// A merge after ingest that fails (an I/O error at its segment's fsync, the second one of
+/// the run) leaves the batch published: the ingest succeeds, warns, and its `--json` names the
+/// error; the index keeps the four segments, answers as before, and `compact` merges them.
+#[test]
+fn a_failed_merge_after_ingest_is_reported_and_the_batch_stays() {
+    let w = temp_dir("lc-merge-fails");
+    let all = w.path().join("all");
+    write_corpus(&all, 160, 13);
+    let idx = TestIndex::at(w.path().join("idx"));
+    let batches = split_batches(&all, w.path(), 40);
+    for dir in &batches[..3] {
+        idx.ingest(&[dir], &[]);
+    }
+    let mut cmd = idx.cmd(&["ingest", "--quiet", "--json", batches[3].to_str().unwrap()]);
+    let out = cmd.env("NDD_FAILPOINT", "segment.sync:2").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: compaction after ingest failed"),
+        "{err}"
+    );
+    let v = parse_json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(v["added"], 40, "{v}");
+    assert!(v.get("compaction").is_none(), "{v}");
+    let e = v["compaction_error"].as_str().unwrap_or_default();
+    assert!(e.contains("injected"), "{v}");
+    let segments = || {
+        std::fs::read_dir(idx.path().join("segments"))
+            .unwrap()
+            .count()
+    };
+    assert_eq!(segments(), 4);
+    idx.verify();
+    let one = TestIndex::at(w.path().join("one"));
+    one.ingest(&[&all], &[]);
+    let p = idx.pairs("0.5");
+    assert!(!p.is_empty());
+    assert_eq!(p, one.pairs("0.5"));
+    assert!(idx.stdout(&["compact"]).contains("merged 4 segments"));
+    assert_eq!(segments(), 1);
+    assert_eq!(idx.pairs("0.5"), p);
 }
 
 /// `--max-segment` caps what the policy may write: a full level whose total exceeds it is not
