@@ -22,10 +22,22 @@
 # as it was before the batch, in OUT/before-B (hard links for the write-once segment and SST
 # files, copies of the rest), and the batch's WARC, OUT/before-B.warc (kept by DROP_INPUT).
 # STOP=k ends the run after batch k (resume with START=k+1).
+# Disk: the run stops before it starts when OUT's file system has less than 6 KB free per
+# document (60 GB for 10M: the largest merge writes its output beside the whole index, with a
+# part's WARC and the sort's run files; DISK_CHECK=0 skips the check), and stops after a batch
+# whose merge failed (`compaction_error` in the ingest's JSON, e.g. a full disk): the batches
+# after it would be timed on an index the policy did not leave.
 set -euo pipefail
 OUT=$1; DOCS=${2:-1000000}; BATCHES=${3:-4}; MEM=${4:-512MiB}
 BIN=${BIN:-target/release}
 mkdir -p "$OUT"
+if [ "${DISK_CHECK:-1}" != 0 ] && [ "${START:-1}" = 1 ]; then
+  need=$((DOCS * 6000)); have=$(df --output=avail -B1 "$OUT" | tail -1)
+  if [ "$have" -lt "$need" ]; then
+    echo "bench_scale.sh: $OUT has $((have >> 30)) GiB free; a run of $DOCS documents needs about $((need >> 30)) GiB (DISK_CHECK=0 runs anyway)" >&2
+    exit 1
+  fi
+fi
 # PARTS=p generates the corpus as p independent ndd-gen runs (seeds 42, 43, ...) of DOCS/p
 # documents and BATCHES/p batches each (keys prefixed p1-, p2-, ...), each generated just before its first batch: with
 # DROP_INPUT=1 only one part's WARC is on disk at a time. Planted clusters stay within a part.
@@ -78,6 +90,11 @@ for b in $(seq "$START" "${STOP:-$BATCHES}"); do
   /usr/bin/time -v "$HERE/peak_mem.sh" "$BIN/ndd-index" ingest --quiet --json --mem "$MEM" \
     ${MAX_SEGMENT:+--max-segment "$MAX_SEGMENT"} --index "$IDX" "$f" \
     > "$OUT/ingest-$b.json" 2> "$OUT/ingest-$b.time"
+  if failed=$(grep -o '"compaction_error":"[^"]*"' "$OUT/ingest-$b.json"); then
+    echo "bench_scale.sh: the merge after batch $b failed ($failed); stopping: later batches" \
+      "would run on an index the policy did not leave" >&2
+    exit 1
+  fi
   n=$(grep -o '"added":[0-9]*' "$OUT/ingest-$b.json" | cut -d: -f2)
   total=$((total + n))
   bytes=$(du -sb "$IDX" | cut -f1)
