@@ -150,9 +150,9 @@ struct MethodCreateArgs {
 
 /// `ingest --json`: the batch's summary, then the merge the policy ran after it.
 #[derive(serde::Serialize)]
-struct IngestJson<'a, S: serde::Serialize> {
+struct IngestJson<'a> {
     #[serde(flatten)]
-    batch: &'a S,
+    batch: &'a pipeline::IngestSummary,
     /// The merge after the batch (absent when the policy chose none).
     #[serde(skip_serializing_if = "Option::is_none")]
     compaction: Option<ndd_index::lifecycle::CompactSummary>,

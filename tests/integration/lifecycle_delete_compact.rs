@@ -194,6 +194,13 @@ fn delete_batches_by_name_and_age() {
     idx.verify();
 }
 
+/// Files in the index's segments directory.
+fn segment_count(idx: &TestIndex) -> usize {
+    std::fs::read_dir(idx.path().join("segments"))
+        .unwrap()
+        .count()
+}
+
 #[test]
 fn policy_merges_small_segments_after_ingest_without_changing_answers() {
     let w = temp_dir("lc-policy");
@@ -202,11 +209,12 @@ fn policy_merges_small_segments_after_ingest_without_changing_answers() {
     let idx = TestIndex::at(w.path().join("idx"));
     for (b, dir) in split_batches(&all, w.path(), 40).into_iter().enumerate() {
         let v = idx.ingest(&[&dir], &[]);
-        let segs = std::fs::read_dir(idx.path().join("segments"))
-            .unwrap()
-            .count();
         // Four segments of similar size make a full level: merged right after the 4th ingest.
-        assert_eq!(segs, if b < 3 { b + 1 } else { 1 }, "after batch {b}");
+        assert_eq!(
+            segment_count(&idx),
+            if b < 3 { b + 1 } else { 1 },
+            "after batch {b}"
+        );
         // `--json` says what the merge after the batch did.
         assert!(v.get("compaction_error").is_none(), "{v}");
         if b < 3 {
@@ -258,12 +266,7 @@ fn a_failed_merge_after_ingest_is_reported_and_the_batch_stays() {
     assert!(v.get("compaction").is_none(), "{v}");
     let e = v["compaction_error"].as_str().unwrap_or_default();
     assert!(e.contains("injected"), "{v}");
-    let segments = || {
-        std::fs::read_dir(idx.path().join("segments"))
-            .unwrap()
-            .count()
-    };
-    assert_eq!(segments(), 4);
+    assert_eq!(segment_count(&idx), 4);
     idx.verify();
     let one = TestIndex::at(w.path().join("one"));
     one.ingest(&[&all], &[]);
@@ -271,7 +274,7 @@ fn a_failed_merge_after_ingest_is_reported_and_the_batch_stays() {
     assert!(!p.is_empty());
     assert_eq!(p, one.pairs("0.5"));
     assert!(idx.stdout(&["compact"]).contains("merged 4 segments"));
-    assert_eq!(segments(), 1);
+    assert_eq!(segment_count(&idx), 1);
     assert_eq!(idx.pairs("0.5"), p);
 }
 
