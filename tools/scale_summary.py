@@ -11,10 +11,11 @@ holds fewer segments after it than before it plus one): wall medians and ranges,
 median stage CPU of the batches without a merge.
 
 Then the log N budget, split: a batch's wall is its stages (read, postings, matching, publish)
-plus the rest, which is its merge when it ended in one (a few tenths of a second otherwise).
-The cumulative wall per document at 1M and at the last point is given for the stages alone
-and for the merges alone, with how much of the ratio c * log2 N allows (log2 N_last / log2
-1M) the stages alone already take.
+plus the rest: its merge when it ended in one, and in every batch the index's opening (View::load
+reads every document record) and the process's exit. The cumulative wall per document at 1M and
+at the last point is given for the stages alone and for the rest, with how much of the ratio
+c * log2 N allows (log2 N_last / log2 1M) the stages alone already take; the rest of the
+batches without a merge is printed for the first and last three.
 """
 import math
 import re
@@ -79,6 +80,11 @@ def summary(path):
         print("  stage CPU medians without a merge: " + ", ".join(
             "%s %.1f s" % (s, statistics.median(r["stages"][s] for r in quiet))
             for s in ("read", "postings", "matching")))
+        # Outside the stages a batch without a merge opens the index (View::load scans every
+        # document record) and exits: a term no stage owns.
+        outside = ["%.1f" % (r["wall"] - r["stage_wall"]) for r in quiet]
+        print("  wall outside the stages, batches without a merge: first %s, last %s s" % (
+            " ".join(outside[:3]), " ".join(outside[-3:])))
 
     budget(rs)
 
