@@ -85,8 +85,39 @@ def summary(path):
         outside = ["%.1f" % (r["wall"] - r["stage_wall"]) for r in quiet]
         print("  wall outside the stages, batches without a merge: first %s, last %s s" % (
             " ".join(outside[:3]), " ".join(outside[-3:])))
+        opening(rs, quiet)
 
     budget(rs)
+
+
+def opening(rs, quiet):
+    """The wall outside the stages of the batches without a merge, fitted as a + b * N (the
+    index's opening grows with N), summed over every batch as a cumulative wall per document at
+    1M and at the last point, and the c * log2 N reading with its growing part (b * N) taken
+    out of every batch."""
+    if len(quiet) < 2 or rs[-1]["n"] == POINTS[0]:
+        return
+    xs = [r["n"] for r in quiet]
+    ys = [r["wall"] - r["stage_wall"] for r in quiet]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    a = my - b * mx
+    wall = term = grow = 0.0
+    at = {}
+    for r in rs:
+        wall += r["wall"]
+        term += a + b * r["n"]
+        grow += b * r["n"]
+        at[r["n"]] = (term / r["n"] * 1e6, (wall - grow) / r["n"] * 1e6)
+    if POINTS[0] not in at:
+        return
+    n = rs[-1]["n"]
+    (t0, w0), (t1, w1) = at[POINTS[0]], at[n]
+    allow = w0 * math.log2(n) / math.log2(POINTS[0])
+    print("  outside the stages, fitted: %.2f s + %.3f s per million documents a batch; over the "
+          "run %.1f us a document at 1M, %.1f at %gM; without its growing part: %.1f -> %.1f us "
+          "(%+.0f %% against c*log2 N)" % (a, b * 1e6, t0, t1, n / 1e6, w0, w1,
+                                            (w1 / allow - 1) * 100))
 
 
 def budget(rs):
